@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/envflag"
+	"github.com/briefd/briefd/internal/natsembed"
+	"github.com/briefd/briefd/internal/queue"
+	"github.com/briefd/briefd/internal/worker"
+)
+
+// serviceFlags are the flags of `worker run`, each also read from BRIEFD_*.
+type serviceFlags struct {
+	natsURL, natsCreds, natsUser, natsPassword, natsToken string
+	natsCA, natsCert, natsKey                             string
+	redisURL, redisCA                                     string
+	store                                                 string
+	embedded                                              bool
+	dataDir                                               string
+	httpAddr                                              string
+	shutdownTimeout                                       time.Duration
+	logLevel, logFormat                                   string
+	queue                                                 queue.Config
+}
+
+func (f *serviceFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.natsURL, "nats-url", nats.DefaultURL, "NATS server URLs, comma separated")
+	fs.StringVar(&f.natsCreds, "nats-creds", "", "NATS credentials file (JWT + nkey)")
+	fs.StringVar(&f.natsUser, "nats-user", "", "NATS user name")
+	fs.StringVar(&f.natsPassword, "nats-password", "", "NATS password (prefer the environment variable)")
+	fs.StringVar(&f.natsToken, "nats-token", "", "NATS token (prefer the environment variable)")
+	fs.StringVar(&f.natsCA, "nats-tls-ca", "", "CA bundle to verify the NATS servers")
+	fs.StringVar(&f.natsCert, "nats-tls-cert", "", "client certificate for NATS mutual TLS")
+	fs.StringVar(&f.natsKey, "nats-tls-key", "", "client key for NATS mutual TLS")
+	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (redis:// or rediss:// for TLS); empty stores briefings in a JetStream key-value bucket")
+	fs.StringVar(&f.redisCA, "redis-tls-ca", "", "CA bundle to verify Redis (with rediss://)")
+	fs.StringVar(&f.store, "store", "auto", "briefing store: redis, kv, or auto (redis when --redis-url is set)")
+	fs.BoolVar(&f.embedded, "embedded", false, "run an embedded single-node NATS server with JetStream (data in --data-dir) instead of connecting to --nats-url")
+	fs.StringVar(&f.dataDir, "data-dir", ".briefd-data", "JetStream storage folder of the embedded server")
+	fs.StringVar(&f.httpAddr, "http-addr", ":9090", "address of /healthz, /readyz and /metrics; empty disables")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long compactions in flight may finish before they are cancelled and handed back to the queue")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+
+	q := &f.queue
+	fs.StringVar(&q.Prefix, "prefix", queue.DefaultPrefix, "first subject token of every briefd subject")
+	fs.IntVar(&q.Replicas, "replicas", 1, "replicas of every stream (3 in a 3-node cluster)")
+	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
+	fs.IntVar(&q.Concurrency, "concurrency", 0, "compactions in flight in this process (default: see docs)")
+	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
+	fs.IntVar(&q.MaxDeliver, "max-deliver", 0, "attempts before a snapshot is dead-lettered (default 5)")
+	fs.StringVar(&q.Consumer, "consumer", "", "durable consumer shared by all workers (default briefd-workers)")
+}
+
+func runService(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serviceFlags
+	f.bind(fs)
+	var engineCfg compact.Config
+	bindEngineFlags(fs, &engineCfg)
+	llm := bindLLMFlags(fs)
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker run [flags]")
+	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("unexpected arguments %q", fs.Args())
+	}
+	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	summarizer, err := llm(logger)
+	if err != nil {
+		return fmt.Errorf("llm cascade: %w", err)
+	}
+
+	var nc *nats.Conn
+	if f.embedded {
+		srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Logger: logger})
+		if err != nil {
+			return err
+		}
+		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
+		nc, err = nats.Connect(srv.ClientURL(), nats.Name("briefd-worker"))
+		if err != nil {
+			return fmt.Errorf("connect to embedded NATS: %w", err)
+		}
+	} else {
+		nc, err = connectNATS(&f, logger)
+		if err != nil {
+			return err
+		}
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+
+	store, ping, closeStore, err := openStore(ctx, &f, js)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	w, err := worker.New(js, store, worker.Config{
+		Queue: f.queue, Engine: engineCfg, Summarizer: summarizer,
+		Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+
+	var httpSrv *http.Server
+	if f.httpAddr != "" {
+		ln, err := net.Listen("tcp", f.httpAddr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", f.httpAddr, err)
+		}
+		deps := map[string]worker.Pinger{
+			"nats": worker.PingerFunc(func(ctx context.Context) error {
+				if !nc.IsConnected() {
+					return errors.New(nc.Status().String())
+				}
+				return nil
+			}),
+			"store": ping,
+		}
+		httpSrv = &http.Server{Handler: worker.Handler(w, reg, deps), ReadHeaderTimeout: 5 * time.Second}
+		go httpSrv.Serve(ln) // stopped by Shutdown below
+		logger.Info("serving health and metrics", "addr", ln.Addr().String())
+	}
+
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("shutting down", "timeout", f.shutdownTimeout)
+	// A fresh context: ctx is already cancelled. A second signal is not
+	// needed: after the timeout the worker cancels work and naks it.
+	stopCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	stopErr := w.Stop(stopCtx)
+	if httpSrv != nil {
+		httpSrv.Shutdown(stopCtx)
+	}
+	if err := nc.Drain(); err != nil {
+		logger.Warn("drain NATS connection", "error", err)
+	}
+	return stopErr
+}
+
+func connectNATS(f *serviceFlags, logger *slog.Logger) (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name("briefd-worker"),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(time.Second),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			logger.Warn("NATS disconnected", "error", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
+	}
+	if f.natsCreds != "" {
+		opts = append(opts, nats.UserCredentials(f.natsCreds))
+	}
+	if f.natsUser != "" {
+		opts = append(opts, nats.UserInfo(f.natsUser, f.natsPassword))
+	}
+	if f.natsToken != "" {
+		opts = append(opts, nats.Token(f.natsToken))
+	}
+	if f.natsCA != "" {
+		opts = append(opts, nats.RootCAs(f.natsCA))
+	}
+	if f.natsCert != "" || f.natsKey != "" {
+		opts = append(opts, nats.ClientCert(f.natsCert, f.natsKey))
+	}
+	nc, err := nats.Connect(f.natsURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURLs(f.natsURL), err)
+	}
+	return nc, nil
+}
+
+// openStore returns the briefing store the flags select, a readiness probe
+// for it, and a close function.
+func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (worker.Store, worker.Pinger, func(), error) {
+	kind := f.store
+	if kind == "auto" {
+		kind = "kv"
+		if f.redisURL != "" {
+			kind = "redis"
+		}
+	}
+	switch kind {
+	case "redis":
+		if f.redisURL == "" {
+			return nil, nil, nil, usageErrorf("--store redis needs --redis-url")
+		}
+		opt, err := redis.ParseURL(f.redisURL)
+		if err != nil {
+			return nil, nil, nil, usageErrorf("--redis-url: %v", err)
+		}
+		if f.redisCA != "" {
+			pem, err := os.ReadFile(f.redisCA)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("read --redis-tls-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, nil, nil, fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.redisCA)
+			}
+			if opt.TLSConfig == nil {
+				opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			opt.TLSConfig.RootCAs = pool
+		}
+		rdb := redis.NewClient(opt)
+		ping := worker.PingerFunc(func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
+		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix}), ping, func() { rdb.Close() }, nil
+	case "kv":
+		kv, err := cache.NewKVStore(ctx, js, cache.KVConfig{Replicas: f.queue.Replicas})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		ping := worker.PingerFunc(func(ctx context.Context) error {
+			_, err := js.AccountInfo(ctx)
+			return err
+		})
+		return kv, ping, func() {}, nil
+	default:
+		return nil, nil, nil, usageErrorf("--store must be redis, kv or auto, not %q", f.store)
+	}
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+	}
+}
+
+// redactURLs hides passwords in a comma-separated URL list for messages.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if at := strings.LastIndex(p, "@"); at > 0 {
+			if scheme := strings.Index(p, "://"); scheme >= 0 && scheme < at {
+				parts[i] = p[:scheme+3] + "REDACTED" + p[at:]
+			}
+		}
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,89 @@
+package briefd_test
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// No Docker engine runs in CI, so docker-compose.yml is checked by reading:
+// it parses, has the services the README promises, each with a health
+// check, the worker can scale, and no secret is written in the file.
+func TestComposeFile(t *testing.T) {
+	data, err := os.ReadFile("docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Build       any               `yaml:"build"`
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+			Ports       []string          `yaml:"ports"`
+			Container   string            `yaml:"container_name"`
+			Healthcheck *struct {
+				Test []string `yaml:"test"`
+			} `yaml:"healthcheck"`
+			DependsOn map[string]struct {
+				Condition string `yaml:"condition"`
+			} `yaml:"depends_on"`
+			Profiles []string `yaml:"profiles"`
+		} `yaml:"services"`
+		Volumes map[string]any `yaml:"volumes"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("docker-compose.yml does not parse: %v", err)
+	}
+	for _, name := range []string{"nats-1", "nats-2", "nats-3", "redis", "worker"} {
+		svc, ok := doc.Services[name]
+		if !ok {
+			t.Fatalf("service %s missing", name)
+		}
+		if svc.Healthcheck == nil || len(svc.Healthcheck.Test) == 0 {
+			t.Errorf("service %s has no healthcheck", name)
+		}
+	}
+	// A 3-node cluster: every node runs JetStream and routes to the two others.
+	for _, name := range []string{"nats-1", "nats-2", "nats-3"} {
+		cmd := strings.Join(doc.Services[name].Command, " ")
+		if !strings.Contains(cmd, "--js") || !strings.Contains(cmd, "--cluster_name briefd") {
+			t.Errorf("%s: not a JetStream cluster node: %s", name, cmd)
+		}
+		for _, peer := range []string{"nats-1", "nats-2", "nats-3"} {
+			if peer != name && !strings.Contains(cmd, "nats://"+peer+":6222") {
+				t.Errorf("%s does not route to %s", name, peer)
+			}
+		}
+		if _, ok := doc.Volumes[name]; !ok {
+			t.Errorf("%s: no named volume for its JetStream store", name)
+		}
+	}
+	w := doc.Services["worker"]
+	if w.Container != "" || len(w.Ports) > 0 {
+		t.Errorf("worker must scale with --scale: no container_name and no fixed host port (got %q, %v)", w.Container, w.Ports)
+	}
+	for _, dep := range []string{"nats-1", "nats-2", "nats-3", "redis"} {
+		if w.DependsOn[dep].Condition != "service_healthy" {
+			t.Errorf("worker should wait for %s to be healthy", dep)
+		}
+	}
+	if w.Environment["BRIEFD_REPLICAS"] != "3" {
+		t.Errorf("streams should be replicated on the 3-node cluster, BRIEFD_REPLICAS=%q", w.Environment["BRIEFD_REPLICAS"])
+	}
+	// Secrets come from the environment or a .env file, never the file itself.
+	ref := regexp.MustCompile(`^\$\{[A-Z0-9_]+(:-)?\}$`)
+	for name, svc := range doc.Services {
+		for k, v := range svc.Environment {
+			if regexp.MustCompile(`KEY|PASSWORD|TOKEN|SECRET`).MatchString(k) && v != "" && !ref.MatchString(v) {
+				t.Errorf("%s: %s holds a literal secret", name, k)
+			}
+			if strings.Contains(v, "@") && strings.Contains(v, "://") {
+				t.Errorf("%s: %s has credentials in a URL", name, k)
+			}
+		}
+	}
+}

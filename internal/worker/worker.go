@@ -1,0 +1,313 @@
+package worker
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/audit"
+	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/queue"
+)
+
+// Store is what the worker needs of the briefing store; both
+// cache.RedisStore and cache.KVStore provide it.
+type Store interface {
+	Put(ctx context.Context, b *briefd.Briefing) (latest bool, err error)
+	Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error)
+}
+
+// Auditor records events on the audit stream; *audit.Publisher provides it.
+type Auditor interface {
+	Publish(ctx context.Context, ev audit.Event) error
+}
+
+// Config configures a Worker. Zero fields take the defaults of their
+// packages.
+type Config struct {
+	Queue  queue.Config
+	Engine compact.Config
+	// Summarizer is the LLM cascade; nil keeps the engine deterministic.
+	Summarizer compact.Summarizer
+	Audit      audit.Config
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the worker's metrics; nil uses a private registry.
+	Registerer prometheus.Registerer
+	// MaxEngines bounds the engines kept for distinct (model, context
+	// window) pairs that snapshots ask for. Default 16.
+	MaxEngines int
+}
+
+// Worker consumes snapshots and stores briefings. Start it once; Stop it
+// once. Several Workers, in one process or many, share the queue's durable
+// consumer: adding workers adds throughput.
+type Worker struct {
+	cfg     Config
+	js      jetstream.JetStream
+	store   Store
+	auditor Auditor
+	log     *slog.Logger
+	metrics *Metrics
+
+	engines *engineSet
+
+	mu       sync.Mutex
+	consumer *queue.Consumer
+	ready    bool
+}
+
+// New returns a Worker reading from js and writing briefings to store. It
+// validates the configuration and builds the default engine (which loads
+// the tokenizer) so that a misconfiguration fails at start-up.
+func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Queue.Logger == nil {
+		cfg.Queue.Logger = cfg.Logger
+	}
+	cfg.Queue = cfg.Queue.WithDefaults()
+	if err := cfg.Queue.Validate(); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cfg.Engine = cfg.Engine.WithDefaults()
+	if err := cfg.Engine.Validate(); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	cfg.Audit = cfg.Audit.WithDefaults()
+	cfg.MaxEngines = cmp.Or(cfg.MaxEngines, 16)
+	w := &Worker{
+		cfg:   cfg,
+		js:    js,
+		store: store,
+		log:   cfg.Logger.With("component", "worker"),
+	}
+	w.engines = newEngineSet(cfg.Engine, cfg.Summarizer, w.log, cfg.MaxEngines)
+	if _, err := w.engines.get("", 0); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w.auditor = audit.NewPublisher(js, cfg.Audit)
+	reg := cfg.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	w.metrics = NewMetrics(reg, w.lag)
+	return w, nil
+}
+
+// Metrics returns the worker's collectors.
+func (w *Worker) Metrics() *Metrics { return w.metrics }
+
+// Start creates the streams, the consumer and the audit stream if needed,
+// then starts consuming in the background. It returns once consuming has
+// begun.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := queue.EnsureStreams(ctx, w.js, w.cfg.Queue); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if err := audit.EnsureStream(ctx, w.js, w.cfg.Audit); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	c, err := queue.NewConsumer(w.js, w.cfg.Queue, w.handle, w.hooks())
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	w.mu.Lock()
+	w.consumer, w.ready = c, true
+	w.mu.Unlock()
+	w.log.Info("worker started", "consumer", w.cfg.Queue.Consumer, "concurrency", w.cfg.Queue.Concurrency,
+		"context_window", w.cfg.Engine.ContextWindow, "llm", w.cfg.Summarizer != nil)
+	return nil
+}
+
+// Stop stops fetching, lets compactions in flight finish until ctx is done,
+// then cancels what is left; the queue naks it for prompt redelivery to
+// another worker. It returns when every goroutine has exited.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	c := w.consumer
+	w.ready = false
+	w.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	err := c.Stop(ctx)
+	w.log.Info("worker stopped", "error", err)
+	return err
+}
+
+// Ready reports whether the worker is consuming.
+func (w *Worker) Ready() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ready
+}
+
+// lag returns the consumer's count of snapshots not yet delivered.
+func (w *Worker) lag(ctx context.Context) (uint64, error) {
+	c, err := w.js.Consumer(ctx, w.cfg.Queue.Streams().Snapshots, w.cfg.Queue.Consumer)
+	if err != nil {
+		return 0, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.NumPending, nil
+}
+
+// handle compacts one snapshot. Its error decides the queue's settlement:
+// nil acks, queue.Permanent (or an invalid history) terminates the message
+// with a dead letter, anything else is retried with backoff.
+func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
+	start := time.Now()
+	log := w.log.With("tenant", snap.Tenant, "conversation", snap.ConversationID,
+		"snapshot_seq", snap.Seq, "attempt", snap.Delivery.NumDelivered)
+	w.metrics.InFlight.Inc()
+	defer w.metrics.InFlight.Dec()
+	if snap.Delivery.NumDelivered > 1 {
+		w.metrics.Redeliveries.Inc()
+	}
+
+	eng, err := w.engines.get(snap.Model, snap.ContextWindow)
+	if err != nil {
+		return w.reject(ctx, log, snap, err)
+	}
+	prev, err := w.previous(ctx, snap)
+	if err != nil {
+		w.metrics.Compactions.WithLabelValues("none", "error").Inc()
+		return fmt.Errorf("load earlier briefing: %w", err)
+	}
+	res, err := eng.Compact(ctx, compact.Request{
+		ConversationID: snap.ConversationID,
+		Tenant:         snap.Tenant,
+		Messages:       snap.Messages,
+		Previous:       prev,
+	})
+	switch {
+	case errors.Is(err, briefd.ErrInvalidHistory):
+		return w.reject(ctx, log, snap, err)
+	case err != nil:
+		w.metrics.Compactions.WithLabelValues("none", "error").Inc()
+		return fmt.Errorf("compact: %w", err)
+	}
+	w.countAttempts(res.Attempts)
+	if !res.Compacted {
+		w.metrics.Compactions.WithLabelValues("none", "skipped").Inc()
+		log.Debug("nothing to compact", "reason", res.Reason, "tokens", res.TokensBefore)
+		return nil
+	}
+
+	b := res.Briefing
+	b.Tenant = snap.Tenant
+	latest, err := w.store.Put(ctx, b)
+	if err != nil {
+		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
+		return fmt.Errorf("store briefing: %w", err)
+	}
+	elapsed := time.Since(start)
+	ev := audit.Compacted(snap.Tenant, snap.ConversationID, snap.Seq, b, len(snap.Messages), len(res.Messages), elapsed, snap.Delivery.NumDelivered)
+	ev.Attempts = auditAttempts(res.Attempts)
+	if err := w.auditor.Publish(ctx, ev); err != nil {
+		// The briefing is stored; a retry stores it again idempotently and
+		// the audit event is deduplicated by its id.
+		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
+		return fmt.Errorf("audit: %w", err)
+	}
+	w.metrics.Compactions.WithLabelValues(string(b.Tier), "compacted").Inc()
+	w.metrics.Duration.WithLabelValues(string(b.Tier)).Observe(elapsed.Seconds())
+	w.metrics.TokensSaved.Add(float64(max(b.TokensBefore-b.TokensAfter, 0)))
+	w.metrics.TokensIn.Add(float64(b.SpanTokens))
+	if !snap.Delivery.Timestamp.IsZero() {
+		w.metrics.PublishToStore.Observe(time.Since(snap.Delivery.Timestamp).Seconds())
+	}
+	log.Info("compacted", "boundary", b.BoundaryID, "tier", b.Tier, "tokens_before", b.TokensBefore,
+		"tokens_after", b.TokensAfter, "latest", latest, "duration", elapsed)
+	return nil
+}
+
+// previous returns the briefing that the snapshot's history already carries
+// (the agent spliced it in), so chained compaction can merge its ledger.
+// A briefing the store no longer has (expired) is not an error: the engine
+// then folds the spliced text alone.
+func (w *Worker) previous(ctx context.Context, snap *queue.Snapshot) (*briefd.Briefing, error) {
+	var boundary string
+	for i := range snap.Messages {
+		if snap.Messages[i].IsBriefing() {
+			boundary = snap.Messages[i].Metadata[briefd.MetaBoundary]
+		}
+	}
+	if boundary == "" {
+		return nil, nil
+	}
+	b, err := w.store.Get(ctx, snap.Tenant, snap.ConversationID, boundary)
+	if errors.Is(err, cache.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// reject records an invalid snapshot on the audit stream and returns a
+// permanent error, so the queue terminates it and writes a dead letter:
+// the worker goes on with the next snapshot.
+func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snapshot, cause error) error {
+	w.metrics.Rejected.Inc()
+	w.metrics.Compactions.WithLabelValues("none", "rejected").Inc()
+	log.Warn("snapshot rejected", "reason", cause)
+	ev := audit.Rejected(snap.Tenant, snap.ConversationID, snap.Seq, cause.Error(), snap.Delivery.NumDelivered)
+	var ve *briefd.ValidationError
+	if errors.As(cause, &ve) {
+		ev.MessageID = ve.MessageID
+	}
+	if err := w.auditor.Publish(ctx, ev); err != nil {
+		log.Error("audit of a rejected snapshot failed", "error", err)
+	}
+	return queue.Permanent(cause)
+}
+
+func (w *Worker) countAttempts(attempts []compact.Attempt) {
+	for _, a := range attempts {
+		w.metrics.LLMAttempts.WithLabelValues(a.Model, a.Outcome).Inc()
+	}
+}
+
+func auditAttempts(in []compact.Attempt) []audit.Attempt {
+	out := make([]audit.Attempt, 0, len(in))
+	for _, a := range in {
+		out = append(out, audit.Attempt{Model: a.Model, Prompt: a.Prompt, Outcome: a.Outcome, Error: a.Error, Duration: a.Elapsed})
+	}
+	return out
+}
+
+// hooks turns queue outcomes into metrics and audit events. Dead letters
+// come from the queue (malformed manifests never reach handle), so their
+// audit event is written here.
+func (w *Worker) hooks() queue.Hooks {
+	return queue.Hooks{
+		OnSettled: func(ref queue.Ref, outcome queue.Outcome, err error, took time.Duration) {
+			if outcome == queue.OutcomeSuperseded {
+				w.metrics.Superseded.Inc()
+			}
+		},
+		OnDeadLetter: func(rec queue.DeadLetter) {
+			w.metrics.DeadLetters.Inc()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			ev := audit.DeadLettered(rec.Tenant, rec.ConversationID, rec.Seq, rec.Reason, rec.Deliveries, rec.Permanent)
+			if err := w.auditor.Publish(ctx, ev); err != nil {
+				w.log.Error("audit of a dead letter failed", "conversation", rec.ConversationID, "error", err)
+			}
+		},
+	}
+}
