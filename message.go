@@ -51,6 +51,10 @@ const (
 	MetaKind = "briefd.kind"
 	// MetaBoundary holds the boundary id of the briefing a message carries.
 	MetaBoundary = "briefd.boundary"
+	// MetaPosition holds the Position of the briefing a message carries, so
+	// that chained compaction counts covered messages right even when the
+	// store no longer has that briefing.
+	MetaPosition = "briefd.position"
 	// KindBriefing is the MetaKind value of a spliced briefing message.
 	KindBriefing = "briefing"
 )

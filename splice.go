@@ -3,6 +3,7 @@ package briefd
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -51,8 +52,9 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 	}
 	out := make([]Message, 0, len(history)-at+8)
 	replaced := 0
+	pinned := pinnedHead(history[:at])
 	for i := 0; i < at; i++ {
-		if Pinned(history, i) {
+		if pinned(i) {
 			out = append(out, history[i])
 		} else {
 			replaced++
@@ -69,6 +71,25 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 	return out, nil
 }
 
+// pinnedHead returns [Pinned] for msgs in O(1) per message: calling Pinned
+// for every message would be quadratic when user messages come late.
+func pinnedHead(msgs []Message) func(i int) bool {
+	firstUser := -1
+	for i := range msgs {
+		if msgs[i].Role == RoleUser && !msgs[i].IsBriefing() {
+			firstUser = i
+			break
+		}
+	}
+	return func(i int) bool {
+		m := &msgs[i]
+		if m.IsBriefing() {
+			return false
+		}
+		return m.Role == RoleSystem || m.Pinned || i == firstUser
+	}
+}
+
 // BriefingMessage returns the user message that carries b in a spliced
 // history. Its id is "briefing:" + the boundary id, and its Metadata marks
 // it for chained compaction.
@@ -80,6 +101,7 @@ func BriefingMessage(b *Briefing) Message {
 		Metadata: map[string]string{
 			MetaKind:     KindBriefing,
 			MetaBoundary: b.BoundaryID,
+			MetaPosition: strconv.FormatInt(b.Position, 10),
 		},
 	}
 }

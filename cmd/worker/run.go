@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/envflag"
@@ -206,9 +207,16 @@ func connectNATS(f *serviceFlags, logger *slog.Logger) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// briefingStore is what the commands use of a briefing store: the
+// worker's needs plus Latest for replay.
+type briefingStore interface {
+	worker.Store
+	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
+}
+
 // openStore returns the briefing store the flags select, a readiness probe
 // for it, and a close function.
-func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (worker.Store, worker.Pinger, func(), error) {
+func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (briefingStore, worker.Pinger, func(), error) {
 	kind := f.store
 	if kind == "auto" {
 		kind = "kv"

@@ -217,8 +217,12 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		return fmt.Errorf("store briefing: %w", err)
 	}
 	elapsed := time.Since(start)
-	ev := audit.Compacted(snap.Tenant, snap.ConversationID, snap.Seq, b, len(snap.Messages), len(res.Messages), elapsed, snap.Delivery.NumDelivered)
-	ev.Attempts = auditAttempts(res.Attempts)
+	ev := audit.Compacted(b)
+	ev.SnapshotSeq = snap.Seq
+	ev.MessagesBefore, ev.MessagesAfter = len(snap.Messages), len(res.Messages)
+	ev.DurationMS = float64(elapsed.Microseconds()) / 1000
+	ev.Attempt = int(snap.Delivery.NumDelivered)
+	ev.SummarizerAttempts = len(res.Attempts)
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		// The briefing is stored; a retry stores it again idempotently and
 		// the audit event is deduplicated by its id.
@@ -265,7 +269,9 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	w.metrics.Rejected.Inc()
 	w.metrics.Compactions.WithLabelValues("none", "rejected").Inc()
 	log.Warn("snapshot rejected", "reason", cause)
-	ev := audit.Rejected(snap.Tenant, snap.ConversationID, snap.Seq, cause.Error(), snap.Delivery.NumDelivered)
+	ev := audit.Event{Type: audit.TypeRejected, Time: time.Now(), Tenant: snap.Tenant,
+		ConversationID: snap.ConversationID, SnapshotSeq: snap.Seq, Reason: cause.Error(),
+		Attempt: int(snap.Delivery.NumDelivered)}
 	var ve *briefd.ValidationError
 	if errors.As(cause, &ve) {
 		ev.MessageID = ve.MessageID
@@ -282,14 +288,6 @@ func (w *Worker) countAttempts(attempts []compact.Attempt) {
 	}
 }
 
-func auditAttempts(in []compact.Attempt) []audit.Attempt {
-	out := make([]audit.Attempt, 0, len(in))
-	for _, a := range in {
-		out = append(out, audit.Attempt{Model: a.Model, Prompt: a.Prompt, Outcome: a.Outcome, Error: a.Error, Duration: a.Elapsed})
-	}
-	return out
-}
-
 // hooks turns queue outcomes into metrics and audit events. Dead letters
 // come from the queue (malformed manifests never reach handle), so their
 // audit event is written here.
@@ -304,7 +302,9 @@ func (w *Worker) hooks() queue.Hooks {
 			w.metrics.DeadLetters.Inc()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			ev := audit.DeadLettered(rec.Tenant, rec.ConversationID, rec.Seq, rec.Reason, rec.Deliveries, rec.Permanent)
+			ev := audit.Event{Type: audit.TypeDeadLettered, Time: rec.At, Tenant: rec.Tenant,
+				ConversationID: rec.ConversationID, SnapshotSeq: rec.Seq, Reason: rec.Reason,
+				Deliveries: int(rec.Deliveries)}
 			if err := w.auditor.Publish(ctx, ev); err != nil {
 				w.log.Error("audit of a dead letter failed", "conversation", rec.ConversationID, "error", err)
 			}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/envflag"
+)
+
+// compactOutput is the JSON the compact command prints: a stable contract
+// that automated checks read. Fields after Messages are extras.
+type compactOutput struct {
+	ConversationID string      `json:"conversation_id"`
+	Compacted      bool        `json:"compacted"`
+	Reason         string      `json:"reason"`
+	BoundaryID     string      `json:"boundary_id"`
+	Tier           briefd.Tier `json:"tier"`
+	TokensBefore   int         `json:"tokens_before"`
+	TokensAfter    int         `json:"tokens_after"`
+	// Briefing is exactly what the agent reads: the content of the
+	// spliced briefing message (framing line, escaped text, tags).
+	Briefing      string            `json:"briefing"`
+	Structured    json.RawMessage   `json:"structured"`
+	Messages      []briefd.Message  `json:"messages"`
+	Model         string            `json:"model,omitempty"`
+	PromptVersion string            `json:"prompt_version,omitempty"`
+	Attempts      []compact.Attempt `json:"attempts,omitempty"`
+	Encoding      string            `json:"encoding"`
+	// Record is the briefing as a store keeps it.
+	Record *briefd.Briefing `json:"record,omitempty"`
+}
+
+// runCompact implements `worker compact [flags] FILE`: it compacts one
+// history file (or stdin for "-") and prints a compactOutput. Exit status
+// 0 covers both "compacted" and "nothing to compact"; an unreadable or
+// invalid history is an error.
+func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	force := fs.Bool("force", false, "compact even when no trigger fires")
+	conv := fs.String("conversation", "", "conversation id (default: the history's id, else the file name)")
+	tenant := fs.String("tenant", "", "tenant of the conversation")
+	var cfg compact.Config
+	bindEngineFlags(fs, &cfg)
+	llm := bindLLMFlags(fs)
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker compact [flags] FILE (- for stdin)")
+	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
+		return err
+	}
+	// Accept flags after the file too: compact FILE --force.
+	var files []string
+	for rest := fs.Args(); len(rest) > 0; rest = fs.Args() {
+		files = append(files, rest[0])
+		if err := fs.Parse(rest[1:]); err != nil {
+			return err
+		}
+	}
+	if len(files) != 1 {
+		return usageErrorf("compact takes one FILE (or - for stdin), got %d", len(files))
+	}
+	file := files[0]
+
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return fmt.Errorf("read history: %w", err)
+	}
+	h, err := briefd.ParseHistory(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	id := cmp.Or(*conv, h.ID)
+	if id == "" {
+		id = "stdin"
+		if file != "-" {
+			id = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		}
+	}
+
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	summarizer, err := llm(logger)
+	if err != nil {
+		return fmt.Errorf("llm cascade: %w", err)
+	}
+	opts := []compact.Option{compact.WithLogger(logger)}
+	if summarizer != nil {
+		opts = append(opts, compact.WithSummarizer(summarizer))
+	}
+	eng, err := compact.New(cfg, opts...)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: *tenant, Messages: h.Messages, Force: *force})
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+
+	out := compactOutput{
+		ConversationID: id,
+		Compacted:      res.Compacted,
+		Reason:         res.Reason,
+		TokensBefore:   res.TokensBefore,
+		TokensAfter:    res.TokensBefore,
+		Structured:     json.RawMessage("{}"),
+		Messages:       res.Messages,
+		Attempts:       res.Attempts,
+		Encoding:       eng.Config().Encoding,
+	}
+	if b := res.Briefing; b != nil {
+		out.BoundaryID, out.Tier, out.TokensAfter = b.BoundaryID, b.Tier, b.TokensAfter
+		out.Briefing = briefd.WrapBriefing(b.Text)
+		if len(b.Structured) > 0 {
+			out.Structured = b.Structured
+		}
+		out.Model, out.PromptVersion, out.Record = b.Model, b.PromptVersion, b
+	}
+	if out.Messages == nil {
+		out.Messages = []briefd.Message{}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}

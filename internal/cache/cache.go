@@ -1,0 +1,96 @@
+package cache
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/briefd/briefd"
+)
+
+// ErrNotFound is returned by Latest and Get when the conversation has no
+// briefing, or none for that boundary (or it has expired).
+var ErrNotFound = errors.New("cache: briefing not found")
+
+// DefaultTTL is how long briefings are kept after their last Put unless the
+// configuration says otherwise.
+const DefaultTTL = 30 * 24 * time.Hour
+
+// DefaultPrefix starts every Redis key and channel.
+const DefaultPrefix = "briefd"
+
+// DefaultBucket is the JetStream key-value bucket of the embedded mode.
+const DefaultBucket = "briefd_briefings"
+
+// validate checks what a store needs from a briefing before writing it.
+func validate(b *briefd.Briefing) error {
+	switch {
+	case b == nil:
+		return errors.New("nil briefing")
+	case b.ConversationID == "":
+		return errors.New("briefing has no conversation id")
+	case b.BoundaryID == "":
+		return errors.New("briefing has no boundary id")
+	case b.Position < 0:
+		return fmt.Errorf("briefing has negative position %d", b.Position)
+	case b.Position >= 1<<53:
+		return fmt.Errorf("briefing position %d is not below 2^53", b.Position)
+	}
+	return nil
+}
+
+// ref names a briefing in error messages: tenant/conv@boundary.
+func ref(tenant, conv, boundary string) string {
+	var s strings.Builder
+	if tenant != "" {
+		s.WriteString(tenant)
+		s.WriteByte('/')
+	}
+	s.WriteString(conv)
+	if boundary != "" {
+		s.WriteByte('@')
+		s.WriteString(boundary)
+	}
+	return s.String()
+}
+
+func decode(data []byte) (*briefd.Briefing, error) {
+	b := new(briefd.Briefing)
+	if err := json.Unmarshal(data, b); err != nil {
+		return nil, fmt.Errorf("decode briefing: %w", err)
+	}
+	return b, nil
+}
+
+// coalescer is the state of one Watch: it keeps the Positions delivered
+// strictly increasing and holds only the newest undelivered briefing, so a
+// slow reader never stalls the subscription that feeds it.
+type coalescer struct {
+	delivered bool
+	lastPos   int64
+	pending   *briefd.Briefing
+}
+
+// offer considers b for delivery.
+func (c *coalescer) offer(b *briefd.Briefing) {
+	if b == nil || (c.delivered && b.Position <= c.lastPos) || (c.pending != nil && b.Position <= c.pending.Position) {
+		return
+	}
+	c.pending = b
+}
+
+// sendOn returns out when a briefing is pending and nil otherwise, for use
+// as a select case: a nil channel never fires.
+func (c *coalescer) sendOn(out chan<- *briefd.Briefing) chan<- *briefd.Briefing {
+	if c.pending == nil {
+		return nil
+	}
+	return out
+}
+
+// sent records that the pending briefing was delivered.
+func (c *coalescer) sent() {
+	c.delivered, c.lastPos, c.pending = true, c.pending.Position, nil
+}

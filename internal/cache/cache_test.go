@@ -1,0 +1,256 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/cache/cachetest"
+	"github.com/briefd/briefd/internal/natstest"
+	"github.com/briefd/briefd/internal/redistest"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	_ cachetest.Store = (*cache.RedisStore)(nil)
+	_ cachetest.Store = (*cache.KVStore)(nil)
+)
+
+func TestRedisStore(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client(t)
+	var n atomic.Int64
+	// One server for the suite; each subtest gets its own key prefix.
+	cachetest.Run(t, func(t *testing.T) cachetest.Store {
+		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: fmt.Sprintf("t%d", n.Add(1))})
+	})
+}
+
+func TestRedisStoreExpiry(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	cachetest.RunExpiry(t, func(t *testing.T, ttl time.Duration) cachetest.Store {
+		return cache.NewRedisStore(rdb, cache.RedisConfig{TTL: ttl})
+	})
+}
+
+func TestRedisStoreNoExpiry(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	s := cache.NewRedisStore(rdb, cache.RedisConfig{TTL: -1})
+	if _, err := s.Put(ctx, briefing("t", "c", "m1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"briefd:{t:c}:latest", "briefd:{t:c}:b:m1"} {
+		ttl, err := rdb.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl != -1 { // PTTL reports -1 for a key without expiry
+			t.Errorf("PTTL(%s) = %v, want no expiry", key, ttl)
+		}
+	}
+
+	// The default TTL is 30 days, refreshed by every Put.
+	s = cache.NewRedisStore(rdb, cache.RedisConfig{})
+	if _, err := s.Put(ctx, briefing("t", "c", "m0", 0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"briefd:{t:c}:latest", "briefd:{t:c}:b:m0"} {
+		ttl, err := rdb.PTTL(ctx, key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= cache.DefaultTTL-time.Minute || ttl > cache.DefaultTTL {
+			t.Errorf("PTTL(%s) = %v, want about %v", key, ttl, cache.DefaultTTL)
+		}
+	}
+}
+
+// TestRedisKeyLayout pins the documented layout: one hash slot per
+// conversation, escaped ids.
+func TestRedisKeyLayout(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	s := cache.NewRedisStore(rdb, cache.RedisConfig{})
+	if _, err := s.Put(ctx, briefing("acme", "a:b{c}", "m:1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"briefd:{acme:a%3Ab%7Bc%7D}:latest": true, "briefd:{acme:a%3Ab%7Bc%7D}:b:m%3A1": true}
+	if len(keys) != len(want) {
+		t.Fatalf("keys = %q, want %v", keys, want)
+	}
+	// Redis Cluster hashes only the part between the first '{' and the
+	// next '}', so equal tags mean one slot.
+	tag := ""
+	for _, k := range keys {
+		if !want[k] {
+			t.Errorf("unexpected key %q", k)
+		}
+		open := strings.IndexByte(k, '{')
+		end := strings.IndexByte(k[open:], '}')
+		if open < 0 || end < 0 {
+			t.Fatalf("key %q has no hash tag", k)
+		}
+		if got := k[open+1 : open+end]; tag != "" && got != tag {
+			t.Errorf("key %q has hash tag %q, others %q", k, got, tag)
+		} else {
+			tag = got
+		}
+	}
+}
+
+// TestRedisRestart: while Redis is down the store errors (never
+// ErrNotFound); once it is back, the client reconnects, the script is
+// reloaded, and watchers resubscribe.
+func TestRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	// No retries, so that the outage shows at once.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := cache.NewRedisStore(rdb, cache.RedisConfig{})
+	ctx := t.Context()
+	if _, err := s.Put(ctx, briefing("t", "c", "m1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch, err := s.Watch(wctx, "t", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := <-ch; b.Position != 1 {
+		t.Fatalf("first watched position = %d, want 1", b.Position)
+	}
+
+	srv.Kill()
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	if _, err := s.Put(dctx, briefing("t", "c", "m2", 2)); err == nil {
+		t.Fatal("Put with Redis down succeeded")
+	}
+	if _, err := s.Latest(dctx, "t", "c"); err == nil || errors.Is(err, cache.ErrNotFound) {
+		t.Fatalf("Latest with Redis down = %v, want a connection error", err)
+	}
+
+	srv.Start(t) // empty: persistence is off
+	if _, err := s.Latest(ctx, "t", "c"); !errors.Is(err, cache.ErrNotFound) {
+		t.Fatalf("Latest after restart = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Put(ctx, briefing("t", "c", "m3", 3)); err != nil {
+		t.Fatalf("Put after restart: %v", err)
+	}
+	select {
+	case b := <-ch:
+		if b.Position != 3 {
+			t.Fatalf("watched position after restart = %d, want 3", b.Position)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watcher got nothing after the restart")
+	}
+}
+
+func newKV(t testing.TB) jetstream.JetStream {
+	_, js := natstest.Start(t).Connect(t)
+	return js
+}
+
+func TestKVStore(t *testing.T) {
+	js := newKV(t)
+	var n atomic.Int64
+	cachetest.Run(t, func(t *testing.T) cachetest.Store {
+		s, err := cache.NewKVStore(t.Context(), js, cache.KVConfig{
+			Bucket:  fmt.Sprintf("b%d", n.Add(1)),
+			Storage: jetstream.MemoryStorage,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+func TestKVStoreExpiry(t *testing.T) {
+	js := newKV(t)
+	cachetest.RunExpiry(t, func(t *testing.T, ttl time.Duration) cachetest.Store {
+		s, err := cache.NewKVStore(t.Context(), js, cache.KVConfig{TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// TestKVStoreIdempotentCreate: NewKVStore on an existing bucket works, and
+// sees what the first store wrote.
+func TestKVStoreIdempotentCreate(t *testing.T) {
+	js := newKV(t)
+	ctx := t.Context()
+	s1, err := cache.NewKVStore(ctx, js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s1.Put(ctx, briefing("t", "c", "m1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := cache.NewKVStore(ctx, js, cache.KVConfig{TTL: -1})
+	if err != nil {
+		t.Fatalf("second NewKVStore: %v", err)
+	}
+	if b, err := s2.Latest(ctx, "t", "c"); err != nil || b.BoundaryID != "m1" {
+		t.Fatalf("Latest via second store = %v, %v", b, err)
+	}
+	kv, err := js.KeyValue(ctx, cache.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != 0 {
+		t.Errorf("bucket TTL after TTL -1 = %v, want 0 (no expiry)", st.TTL())
+	}
+}
+
+// TestKVStoreRestart: the file-backed bucket survives a NATS restart and the
+// store works again once the client has reconnected.
+func TestKVStoreRestart(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	ctx := t.Context()
+	s, err := cache.NewKVStore(ctx, js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, briefing("t", "c", "m1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Put(ctx, briefing("t", "c", "m2", 2))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Put after restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // waiting for the reconnect
+	}
+	if _, err := s.Get(ctx, "t", "c", "m1"); err != nil {
+		t.Fatalf("Get of a briefing stored before the restart: %v", err)
+	}
+	if b, err := s.Latest(ctx, "t", "c"); err != nil || b.Position != 2 {
+		t.Fatalf("Latest after restart = %v, %v", b, err)
+	}
+}

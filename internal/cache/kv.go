@@ -1,0 +1,211 @@
+package cache
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/briefd/briefd"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// KVConfig configures a [KVStore]. The zero value is ready to use.
+type KVConfig struct {
+	// Bucket names the key-value bucket. Defaults to "briefd_briefings".
+	Bucket string
+	// TTL is the bucket's maximum age: a key expires TTL after its last
+	// write. Defaults to 30 days; -1 disables expiry.
+	TTL time.Duration
+	// Replicas is the bucket's replica count in a cluster. Defaults to 1.
+	Replicas int
+	// Storage is file (the zero value, the default) or memory.
+	Storage jetstream.StorageType
+}
+
+// WithDefaults returns the configuration with zero fields set to their
+// defaults.
+func (c KVConfig) WithDefaults() KVConfig {
+	c.Bucket = cmp.Or(c.Bucket, DefaultBucket)
+	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	return c
+}
+
+// KVStore keeps briefings in a JetStream key-value bucket, for the embedded
+// mode; see the package documentation for the key layout. It is safe for
+// concurrent use.
+type KVStore struct {
+	kv jetstream.KeyValue
+}
+
+// NewKVStore creates the bucket if it does not exist, or updates its
+// configuration if it does, and returns a store on it.
+func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVStore, error) {
+	cfg = cfg.WithDefaults()
+	ttl := cfg.TTL
+	if ttl < 0 {
+		ttl = 0 // no maximum age
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      cfg.Bucket,
+		Description: "briefd briefings by conversation and boundary",
+		History:     1,
+		TTL:         ttl,
+		Replicas:    cfg.Replicas,
+		Storage:     cfg.Storage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: create key-value bucket %s: %w", cfg.Bucket, err)
+	}
+	return &KVStore{kv: kv}, nil
+}
+
+// kvToken encodes an id as one valid key token: base64url without padding,
+// or "_" for the empty string, which no encoding of a non-empty id produces.
+func kvToken(s string) string {
+	if s == "" {
+		return "_"
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(s))
+}
+
+func kvLatestKey(tenant, conv string) string {
+	return kvToken(tenant) + "." + kvToken(conv) + ".latest"
+}
+
+func kvBoundaryKey(tenant, conv, boundary string) string {
+	return kvToken(tenant) + "." + kvToken(conv) + ".b." + kvToken(boundary)
+}
+
+// position is the part of a stored briefing that Put compares.
+type position struct {
+	Position   int64  `json:"position"`
+	BoundaryID string `json:"boundary_id"`
+}
+
+// Put stores b under its tenant, conversation and boundary id, and makes it
+// the conversation's latest briefing if its Position is higher than the
+// current latest's (see the package documentation for ties). It reports
+// whether b is the latest after the call. The latest key moves by
+// compare-and-set on its revision, retried on conflict, so racing writers
+// cannot move it backwards.
+func (s *KVStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, err error) {
+	if err := validate(b); err != nil {
+		return false, fmt.Errorf("cache: put: %w", err)
+	}
+	what := ref(b.Tenant, b.ConversationID, b.BoundaryID)
+	data, err := json.Marshal(b)
+	if err != nil {
+		return false, fmt.Errorf("cache: put %s: encode: %w", what, err)
+	}
+	if _, err := s.kv.Put(ctx, kvBoundaryKey(b.Tenant, b.ConversationID, b.BoundaryID), data); err != nil {
+		return false, fmt.Errorf("cache: put %s: %w", what, err)
+	}
+	key := kvLatestKey(b.Tenant, b.ConversationID)
+	for {
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			// Create also succeeds over a delete marker; ErrKeyExists means
+			// another writer got there first: compare with its value.
+			_, err = s.kv.Create(ctx, key, data)
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			}
+			if err != nil {
+				return false, fmt.Errorf("cache: put %s: create latest: %w", what, err)
+			}
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("cache: put %s: read latest: %w", what, err)
+		}
+		var cur position
+		if err := json.Unmarshal(e.Value(), &cur); err != nil {
+			return false, fmt.Errorf("cache: put %s: decode latest: %w", what, err)
+		}
+		switch {
+		case b.Position < cur.Position, b.Position == cur.Position && b.BoundaryID != cur.BoundaryID:
+			return false, nil
+		case b.Position == cur.Position && bytes.Equal(e.Value(), data):
+			return true, nil
+		}
+		_, err = s.kv.Update(ctx, key, data, e.Revision())
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("cache: put %s: update latest: %w", what, err)
+		}
+		return true, nil
+	}
+}
+
+// Latest returns the conversation's briefing with the highest Position, or
+// ErrNotFound.
+func (s *KVStore) Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error) {
+	return s.get(ctx, kvLatestKey(tenant, conv), "latest", ref(tenant, conv, ""))
+}
+
+// Get returns the conversation's briefing for the given boundary id, or
+// ErrNotFound.
+func (s *KVStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error) {
+	return s.get(ctx, kvBoundaryKey(tenant, conv, boundaryID), "get", ref(tenant, conv, boundaryID))
+}
+
+func (s *KVStore) get(ctx context.Context, key, op, what string) (*briefd.Briefing, error) {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("cache: %s %s: %w", op, what, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
+	}
+	b, err := decode(e.Value())
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
+	}
+	return b, nil
+}
+
+// Watch subscribes to the conversation's latest briefing. The channel first
+// delivers the current latest, if any, then each newer one, with strictly
+// increasing Positions; a slow reader gets the newest and skips the rest. It
+// is closed when ctx ends. The bucket's watcher survives reconnects.
+func (s *KVStore) Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error) {
+	w, err := s.kv.Watch(ctx, kvLatestKey(tenant, conv))
+	if err != nil {
+		return nil, fmt.Errorf("cache: watch %s: %w", ref(tenant, conv, ""), err)
+	}
+	out := make(chan *briefd.Briefing)
+	go func() {
+		defer close(out)
+		defer func() { _ = w.Stop() }()
+		var c coalescer
+		in := w.Updates()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case c.sendOn(out) <- c.pending:
+				c.sent()
+			case e, ok := <-in:
+				if !ok {
+					return
+				}
+				// A nil entry marks the end of the initial values.
+				if e == nil || e.Operation() != jetstream.KeyValuePut {
+					continue
+				}
+				if b, err := decode(e.Value()); err == nil {
+					c.offer(b)
+				}
+			}
+		}
+	}()
+	return out, nil
+}

@@ -1,0 +1,240 @@
+package cascade
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Structured is the briefing of the structured prompt (seed 003): each item
+// names the messages it comes from, so the gate can check it.
+type Structured struct {
+	TaskGoal         string            `json:"task_goal"`
+	UserInstructions []Instruction     `json:"user_instructions"`
+	Decisions        []Decision        `json:"decisions"`
+	Artifacts        []Artifact        `json:"artifacts"`
+	Errors           []ErrorResolution `json:"errors"`
+	Progress         []Step            `json:"progress"`
+	PendingActions   []Action          `json:"pending_actions"`
+	CurrentState     string            `json:"current_state"`
+}
+
+// Instruction is a user instruction, quoted verbatim.
+type Instruction struct {
+	Quote     string   `json:"quote"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// Decision is a decision and its reason.
+type Decision struct {
+	Decision  string   `json:"decision"`
+	Reason    string   `json:"reason"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// Artifact is a file, URL or object and its current state.
+type Artifact struct {
+	Name      string   `json:"name"`
+	State     string   `json:"state"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// ErrorResolution is an error met and how it was handled ("open" if not).
+type ErrorResolution struct {
+	Error      string   `json:"error"`
+	Resolution string   `json:"resolution"`
+	SourceIDs  []string `json:"source_ids"`
+}
+
+// Step is a step of the work and its status: completed, in_progress or failed.
+type Step struct {
+	Step      string   `json:"step"`
+	Status    string   `json:"status"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// Action is a pending action.
+type Action struct {
+	Action    string   `json:"action"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// requiredFields are the keys every structured reply must have.
+var requiredFields = []string{"task_goal", "user_instructions", "decisions", "artifacts", "errors", "progress", "pending_actions", "current_state"}
+
+// schemaJSON is the JSON schema sent as response_format json_schema
+// (strict: every property required, no others).
+var schemaJSON = func() json.RawMessage {
+	ids := map[string]any{"type": "array", "items": map[string]any{"type": "string"}}
+	str := map[string]any{"type": "string"}
+	obj := func(fields ...string) map[string]any {
+		props := map[string]any{"source_ids": ids}
+		req := append([]string(nil), fields...)
+		for _, f := range fields {
+			props[f] = str
+		}
+		req = append(req, "source_ids")
+		return map[string]any{"type": "array", "items": map[string]any{
+			"type": "object", "properties": props, "required": req, "additionalProperties": false,
+		}}
+	}
+	progress := obj("step", "status")
+	progress["items"].(map[string]any)["properties"].(map[string]any)["status"] =
+		map[string]any{"type": "string", "enum": []string{"completed", "in_progress", "failed"}}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"task_goal":         str,
+			"user_instructions": obj("quote"),
+			"decisions":         obj("decision", "reason"),
+			"artifacts":         obj("name", "state"),
+			"errors":            obj("error", "resolution"),
+			"progress":          progress,
+			"pending_actions":   obj("action"),
+			"current_state":     str,
+		},
+		"required":             requiredFields,
+		"additionalProperties": false,
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		panic(err) // a literal above; cannot fail
+	}
+	return b
+}()
+
+// extractJSON returns the JSON object in a reply, tolerating code fences
+// and prose around it (endpoints without response_format add them).
+func extractJSON(reply string) (string, bool) {
+	i := strings.IndexByte(reply, '{')
+	j := strings.LastIndexByte(reply, '}')
+	if i < 0 || j < i {
+		return "", false
+	}
+	return reply[i : j+1], true
+}
+
+// parseStructured decodes and validates a structured reply against the
+// schema and the source; violations say what is wrong.
+func parseStructured(reply string, src *source, v *violations) *Structured {
+	raw, ok := extractJSON(reply)
+	if !ok {
+		v.add("the reply is not a JSON object")
+		return nil
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &keys); err != nil {
+		v.add("the reply is not valid JSON: %v", err)
+		return nil
+	}
+	for _, f := range requiredFields {
+		if k, ok := keys[f]; !ok || bytes.Equal(bytes.TrimSpace(k), []byte("null")) {
+			v.add("required field %q is missing", f)
+		}
+	}
+	var s Structured
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		v.add("a field has the wrong type: %v", err)
+		return nil
+	}
+	if strings.TrimSpace(s.TaskGoal) == "" {
+		v.add("task_goal is empty")
+	}
+	if strings.TrimSpace(s.CurrentState) == "" {
+		v.add("current_state is empty")
+	}
+	item := func(field string, i int, text string, ids []string) {
+		if strings.TrimSpace(text) == "" {
+			v.add("%s[%d] is empty", field, i)
+		}
+		if len(ids) == 0 {
+			v.add("%s[%d] has no source_ids", field, i)
+		}
+		for _, id := range ids {
+			if !src.ids[id] {
+				v.add("%s[%d] cites %q, which is not a message id of the history", field, i, id)
+			}
+		}
+	}
+	for i, x := range s.UserInstructions {
+		item("user_instructions", i, x.Quote, x.SourceIDs)
+		if q := collapse(x.Quote); q != "" && !strings.Contains(src.userCorpus, q) {
+			v.add("user_instructions[%d] %q is not a verbatim quote of a user message; never add an instruction the user did not give", i, clip(q, 200))
+		}
+	}
+	for i, x := range s.Decisions {
+		item("decisions", i, x.Decision, x.SourceIDs)
+	}
+	for i, x := range s.Artifacts {
+		item("artifacts", i, x.Name, x.SourceIDs)
+	}
+	for i, x := range s.Errors {
+		item("errors", i, x.Error, x.SourceIDs)
+	}
+	for i, x := range s.Progress {
+		item("progress", i, x.Step, x.SourceIDs)
+		switch x.Status {
+		case "completed":
+			if !src.anySuccess(x.SourceIDs) {
+				v.add("progress[%d] is completed but none of %v shows explicit success; use in_progress or failed", i, x.SourceIDs)
+			}
+		case "in_progress", "failed":
+		default:
+			v.add("progress[%d] has status %q; use completed, in_progress or failed", i, x.Status)
+		}
+	}
+	for i, x := range s.PendingActions {
+		item("pending_actions", i, x.Action, x.SourceIDs)
+	}
+	return &s
+}
+
+// render writes the structured briefing as the plain text the agent reads.
+// User instructions are quoted; every item cites its messages.
+func (s *Structured) render() string {
+	var b strings.Builder
+	cite := func(ids []string) string {
+		if len(ids) == 0 {
+			return ""
+		}
+		return " [" + strings.Join(ids, ", ") + "]"
+	}
+	section := func(title string, n int, line func(i int) string) {
+		if n == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s:\n", title)
+		for i := range n {
+			b.WriteString("- " + line(i) + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "TASK: %s\n", strings.TrimSpace(s.TaskGoal))
+	section("USER INSTRUCTIONS", len(s.UserInstructions), func(i int) string {
+		x := s.UserInstructions[i]
+		return fmt.Sprintf("\"%s\"%s", strings.TrimSpace(x.Quote), cite(x.SourceIDs))
+	})
+	section("PROGRESS", len(s.Progress), func(i int) string {
+		x := s.Progress[i]
+		status := map[string]string{"completed": "COMPLETED", "in_progress": "IN-PROGRESS", "failed": "FAILED"}[x.Status]
+		return fmt.Sprintf("%s: %s%s", status, strings.TrimSpace(x.Step), cite(x.SourceIDs))
+	})
+	section("DECISIONS", len(s.Decisions), func(i int) string {
+		x := s.Decisions[i]
+		return fmt.Sprintf("%s (because %s)%s", strings.TrimSpace(x.Decision), strings.TrimSpace(x.Reason), cite(x.SourceIDs))
+	})
+	section("ARTIFACTS", len(s.Artifacts), func(i int) string {
+		x := s.Artifacts[i]
+		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Name), strings.TrimSpace(x.State), cite(x.SourceIDs))
+	})
+	section("ERRORS", len(s.Errors), func(i int) string {
+		x := s.Errors[i]
+		return fmt.Sprintf("%s -> %s%s", strings.TrimSpace(x.Error), strings.TrimSpace(x.Resolution), cite(x.SourceIDs))
+	})
+	section("NEXT", len(s.PendingActions), func(i int) string {
+		x := s.PendingActions[i]
+		return strings.TrimSpace(x.Action) + cite(x.SourceIDs)
+	})
+	fmt.Fprintf(&b, "\nCURRENT STATE: %s\n", strings.TrimSpace(s.CurrentState))
+	return strings.TrimSpace(b.String())
+}

@@ -1,0 +1,150 @@
+package compact
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/briefd/briefd"
+)
+
+// ErrNoBoundary is wrapped by the boundary stage when there is nothing to
+// compact; the engine reports it as a Result's Reason, not as an error.
+var ErrNoBoundary = errors.New("nothing to compact")
+
+// cut is where the boundary stage cuts a history.
+type cut struct {
+	// index of the first kept message.
+	index int
+	// keptTokens counts the messages from index on.
+	keptTokens int
+	// notes explain choices worth reporting (an exception to a rule).
+	notes []string
+}
+
+// pinnedFlags returns briefd.Pinned for every message in one pass (calling
+// Pinned per message would be quadratic on long histories).
+func pinnedFlags(msgs []briefd.Message) []bool {
+	flags := make([]bool, len(msgs))
+	seenUser := false
+	for i := range msgs {
+		m := &msgs[i]
+		if m.IsBriefing() {
+			continue
+		}
+		switch {
+		case m.Role == briefd.RoleSystem || m.Pinned:
+			flags[i] = true
+		case m.Role == briefd.RoleUser && !seenUser:
+			flags[i] = true
+		}
+		if m.Role == briefd.RoleUser {
+			seenUser = true
+		}
+	}
+	return flags
+}
+
+// boundary chooses the first kept message of a valid history whose message
+// token counts are counts. The rules, in order:
+//
+//  1. Walk back from the end while the tail stays within KeepBudget tokens.
+//  2. If even the last message is over the budget, keep just it. Otherwise
+//     keep at least max(KeepFloor, MinKeepMessages) messages, even over
+//     the budget.
+//  3. The tail holds the newest user message (a spliced briefing is not
+//     one) unless it is pinned, and so kept anyway. Two exceptions, noted
+//     in the result: when keeping it would leave nothing to compact, or
+//     when the compacted history (pinned head, briefing budget, tail) would
+//     not be below the trigger, so the compaction would not relieve the
+//     pressure. The briefing then carries that message verbatim.
+//  4. The boundary never falls between an assistant's tool calls and their
+//     results: a tail that would begin with a tool result begins with the
+//     assistant message that made the call.
+//
+// It returns an error wrapping ErrNoBoundary, saying why, when no
+// non-pinned message other than an earlier briefing precedes the boundary.
+func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool) (cut, error) {
+	n := len(msgs)
+	if n == 0 {
+		return cut{}, fmt.Errorf("%w: the history is empty", ErrNoBoundary)
+	}
+	// suffix[i] is the token count of msgs[i:]; raw[i] counts the
+	// compactable messages (not pinned, not a briefing) in msgs[:i].
+	suffix := make([]int, n+1)
+	for i := n - 1; i >= 0; i-- {
+		suffix[i] = suffix[i+1] + counts[i]
+	}
+	raw := make([]int, n+1)
+	head := make([]int, n+1) // head[i] is the tokens of the pinned messages in msgs[:i]
+	for i := range msgs {
+		raw[i+1], head[i+1] = raw[i], head[i]
+		if !pinned[i] && !msgs[i].IsBriefing() {
+			raw[i+1]++
+		}
+		if pinned[i] {
+			head[i+1] += counts[i]
+		}
+	}
+	if raw[n] == 0 {
+		return cut{}, fmt.Errorf("%w: every message is pinned or an earlier briefing", ErrNoBoundary)
+	}
+
+	var notes []string
+	budget, floor := c.KeepBudget(), c.keepFloor()
+	b := n
+	for b > 0 && suffix[b-1] <= budget {
+		b--
+	}
+	switch {
+	case b == n:
+		b = n - 1
+		notes = append(notes, fmt.Sprintf("the last message alone (%d tokens) is over the kept budget of %d: keeping just it", counts[n-1], budget))
+	case n-b < floor:
+		b = max(0, n-floor)
+	}
+
+	if u := newestUserMessage(msgs); u >= 0 && u < b && !pinned[u] {
+		// What the history would weigh after a cut at u: pinned head,
+		// briefing budget, tail.
+		after := head[u] + c.briefingBudget(suffix[0]-suffix[u]-head[u]) + suffix[u]
+		switch trig := c.TriggerTokens(); {
+		case raw[u] == 0:
+			notes = append(notes, fmt.Sprintf("newest user message %s is compacted (the briefing quotes it): keeping it would leave nothing to compact", msgs[u].ID))
+		case after >= trig:
+			notes = append(notes, fmt.Sprintf("newest user message %s is compacted (the briefing quotes it): keeping it would leave about %d tokens after compaction, not below the trigger of %d", msgs[u].ID, after, trig))
+		default:
+			b = u
+		}
+	}
+
+	for b > 0 && msgs[b].Role == briefd.RoleTool {
+		b--
+	}
+
+	if raw[b] == 0 {
+		first := -1
+		for i := range msgs {
+			if !pinned[i] {
+				first = i
+				break
+			}
+		}
+		if first < b {
+			return cut{}, fmt.Errorf("%w: only the earlier briefing %s precedes the kept tail, which starts at %s (#%d)", ErrNoBoundary, msgs[first].ID, msgs[b].ID, b)
+		}
+		return cut{}, fmt.Errorf("%w: the kept tail starts at or before the first non-pinned message %s (#%d): %d messages, %d tokens kept (budget %d, floor %d messages)",
+			ErrNoBoundary, msgs[first].ID, first, n-b, suffix[b], budget, floor)
+	}
+	return cut{index: b, keptTokens: suffix[b], notes: notes}, nil
+}
+
+// newestUserMessage returns the index of the last user message that is not
+// a spliced briefing, or -1.
+func newestUserMessage(msgs []briefd.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == briefd.RoleUser && !msgs[i].IsBriefing() {
+			return i
+		}
+	}
+	return -1
+}

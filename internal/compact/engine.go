@@ -1,0 +1,399 @@
+package compact
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/briefd/briefd"
+)
+
+// EngineVersion names the engine's rules (trigger, boundary, briefing
+// format). It is stored in every briefing so a replay can tell whether the
+// rules changed since.
+const EngineVersion = "briefd-compact/1"
+
+// Engine decides whether and where to compact a history, and builds the
+// briefing and the spliced history. It is safe for concurrent use; its
+// token counter's caches are shared by all calls.
+type Engine struct {
+	cfg        Config
+	counter    *TokenCounter
+	summarizer Summarizer
+	logger     *slog.Logger
+	now        func() time.Time
+	// extract caches the deterministic briefing's per-message work.
+	extract *ExtractCache
+	// brief builds the deterministic briefing; Brief except in tests.
+	brief func(BriefInput) (*Draft, error)
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithSummarizer makes the engine ask s for a model-written briefing after
+// building the deterministic one, which stays the fallback.
+func WithSummarizer(s Summarizer) Option { return func(e *Engine) { e.summarizer = s } }
+
+// WithLogger sets the engine's logger. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.logger = l } }
+
+// WithClock sets the clock that stamps briefings. Default: time.Now.
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithTokenCounter makes the engine use c (and its caches), for example
+// to share one counter between engines with the same encoding. c must use
+// the config's encoding and overhead.
+func WithTokenCounter(c *TokenCounter) Option { return func(e *Engine) { e.counter = c } }
+
+// New returns an engine for cfg, with defaults applied. It returns a
+// *ConfigError when cfg is invalid.
+func New(cfg Config, opts ...Option) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: Brief, extract: NewExtractCache(0)}
+	for _, o := range opts {
+		o(e)
+	}
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
+	if e.counter == nil {
+		c, err := NewTokenCounter(e.cfg.Model, e.cfg.Encoding, e.cfg.overhead())
+		if err != nil {
+			return nil, err
+		}
+		e.counter = c
+	}
+	if e.counter.Encoding() != e.cfg.Encoding {
+		return nil, &ConfigError{Field: "Encoding", Value: e.cfg.Encoding,
+			Err: fmt.Errorf("the token counter given uses %s", e.counter.Encoding())}
+	}
+	return e, nil
+}
+
+// Config returns the engine's configuration, with defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+// CountTokens counts the tokens of s with the engine's encoding.
+func (e *Engine) CountTokens(s string) int { return e.counter.Count(s) }
+
+// Counter returns the engine's token counter.
+func (e *Engine) Counter() *TokenCounter { return e.counter }
+
+// Request is one history to compact.
+type Request struct {
+	ConversationID string
+	Tenant         string
+	// Messages is the agent's history. Compact does not modify it.
+	Messages []briefd.Message
+	// Previous is the briefing spliced earlier into Messages, when the
+	// caller has it: its position and ledger carry over into the new one.
+	// It is used only when the compacted span begins with its message.
+	Previous *briefd.Briefing
+	// Force compacts even when no trigger fires.
+	Force bool
+}
+
+// Result is the outcome of Compact. When Compacted is false, Reason says
+// why and Messages is the input.
+type Result struct {
+	Compacted bool
+	// Reason says why the history was or was not compacted.
+	Reason string
+	// Boundary is the index in Request.Messages of the first kept
+	// message, -1 when the history was not compacted.
+	Boundary int
+	// Briefing is the briefing to store; nil when not compacted.
+	Briefing *briefd.Briefing
+	// Messages is the spliced history (the input when not compacted).
+	Messages []briefd.Message
+	// Attempts lists the summarizer's calls, if any.
+	Attempts []Attempt
+	// TokensBefore counts the input history.
+	TokensBefore int
+}
+
+// Compact runs the pipeline on one history: validate, count, trigger,
+// boundary, brief (and summarize), splice. It returns an error only for an
+// invalid history (matching briefd.ErrInvalidHistory) or when ctx ends;
+// "nothing to compact" is a Result with Compacted false and a Reason.
+func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
+	msgs := req.Messages
+	log := e.logger.With("conversation", req.ConversationID)
+	if err := briefd.Validate(msgs, e.cfg.Limits); err != nil {
+		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
+	}
+
+	counts, total, err := e.countMessages(ctx, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("compact: conversation %q: count tokens: %w", req.ConversationID, err)
+	}
+	res := &Result{Boundary: -1, Messages: msgs, TokensBefore: total}
+	notCompacted := func(reason string) (*Result, error) {
+		res.Reason = reason
+		log.Debug("not compacted", "reason", reason, "tokens", total)
+		return res, nil
+	}
+
+	fire, why := e.cfg.trigger(msgs, total, req.Force)
+	if !fire {
+		return notCompacted(why)
+	}
+
+	pinned := pinnedFlags(msgs)
+	at, err := e.cfg.boundary(msgs, counts, pinned)
+	if err != nil {
+		return notCompacted(err.Error())
+	}
+	reason := strings.Join(append([]string{why}, at.notes...), "; ")
+
+	span, spanTokens, pinnedTokens := splitSpan(msgs, counts, pinned, at.index)
+	prev := matchPrevious(req.Previous, span)
+	budget := e.cfg.briefingBudget(spanTokens)
+	draft, err := e.brief(BriefInput{Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count, Cache: e.extract})
+	if err != nil {
+		return nil, fmt.Errorf("compact: conversation %q: deterministic briefing: %w", req.ConversationID, err)
+	}
+
+	b := &briefd.Briefing{
+		ConversationID: req.ConversationID,
+		Tenant:         req.Tenant,
+		BoundaryID:     msgs[at.index].ID,
+		Position:       position(span, prev),
+		Text:           draft.Text,
+		Structured:     draft.Structured,
+		Tier:           briefd.TierDeterministic,
+		EngineVersion:  EngineVersion,
+		InputHash:      SpanHash(span),
+		Depth:          depth(draft.Depth, span, prev),
+		CompactedIDs:   ids(span),
+		TokensBefore:   total,
+		SpanTokens:     spanTokens,
+	}
+
+	if e.summarizer != nil {
+		sum, attempts, err := e.summarize(ctx, SummaryInput{
+			ConversationID: req.ConversationID, Tenant: req.Tenant,
+			Span: span, Previous: prev, Draft: draft,
+			BudgetTokens: budget, CountTokens: e.counter.Count,
+		})
+		res.Attempts = attempts
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("compact: conversation %q: summarize: %w", req.ConversationID, context.Cause(ctx))
+		case err != nil:
+			log.Warn("summarizer failed; keeping the deterministic briefing", "err", err, "attempts", len(attempts))
+			reason += "; summarizer failed, deterministic briefing kept: " + err.Error()
+		default:
+			b.Text, b.Structured, b.Tier = sum.Text, sum.Structured, sum.Tier
+			b.Model, b.PromptVersion = sum.Model, sum.PromptVersion
+		}
+	}
+
+	bm := briefd.BriefingMessage(b)
+	b.BriefingTokens = e.counter.CountMessage(&bm)
+	b.TokensAfter = pinnedTokens + b.BriefingTokens + at.keptTokens
+	b.CreatedAt = e.now().UTC()
+	if b.TokensAfter >= total {
+		return notCompacted(fmt.Sprintf("%s: the briefing would not shrink the history (%d tokens after >= %d before; span %d tokens, briefing %d)",
+			ErrNoBoundary, b.TokensAfter, total, spanTokens, b.BriefingTokens))
+	}
+
+	spliced, err := briefd.Splice(msgs, b)
+	if err != nil {
+		// The boundary rules make this unreachable on a valid history.
+		return nil, fmt.Errorf("compact: conversation %q: splice at %s: %w", req.ConversationID, b.BoundaryID, err)
+	}
+	res.Compacted, res.Reason, res.Boundary = true, reason, at.index
+	res.Briefing, res.Messages = b, spliced
+	log.Info("compacted", "boundary", b.BoundaryID, "tier", b.Tier, "tokens_before", total,
+		"tokens_after", b.TokensAfter, "span_messages", len(span), "depth", b.Depth)
+	return res, nil
+}
+
+// countMessages counts every message, checking ctx between messages.
+func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]int, int, error) {
+	counts := make([]int, len(msgs))
+	total := 0
+	for i := range msgs {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, context.Cause(ctx)
+			}
+		}
+		counts[i] = e.counter.CountMessage(&msgs[i])
+		total += counts[i]
+	}
+	return counts, total, nil
+}
+
+// summarize calls the summarizer and unpacks its attempts, recovering a
+// panic into an error so that a bad summarizer costs only the LLM tier.
+func (e *Engine) summarize(ctx context.Context, in SummaryInput) (sum *Summary, attempts []Attempt, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			sum, err = nil, fmt.Errorf("summarizer panicked: %v", p)
+		}
+	}()
+	sum, err = e.summarizer.Summarize(ctx, in)
+	if err != nil {
+		var ae *AttemptsError
+		if errors.As(err, &ae) {
+			attempts = ae.Attempts
+		}
+		return nil, attempts, err
+	}
+	if sum == nil || strings.TrimSpace(sum.Text) == "" {
+		return nil, nil, errors.New("summarizer returned an empty briefing")
+	}
+	if sum.Tier == "" {
+		sum.Tier = "llm"
+	}
+	return sum, sum.Attempts, nil
+}
+
+// splitSpan returns the non-pinned messages before the boundary (the span
+// to compact), their tokens, and the tokens of the pinned messages before
+// the boundary (which stay).
+func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int) (span []briefd.Message, spanTokens, pinnedTokens int) {
+	for i := range boundary {
+		if pinned[i] {
+			pinnedTokens += counts[i]
+			continue
+		}
+		span = append(span, msgs[i])
+		spanTokens += counts[i]
+	}
+	return span, spanTokens, pinnedTokens
+}
+
+// matchPrevious returns prev when the span begins with its briefing
+// message, nil otherwise (a stale or unrelated briefing is ignored).
+func matchPrevious(prev *briefd.Briefing, span []briefd.Message) *briefd.Briefing {
+	if prev == nil || len(span) == 0 || !span[0].IsBriefing() {
+		return nil
+	}
+	if span[0].Metadata[briefd.MetaBoundary] != prev.BoundaryID {
+		return nil
+	}
+	return prev
+}
+
+// position counts the original messages a briefing of span covers: the
+// previous briefing's position plus the span's other messages. Without
+// the previous briefing, the position its spliced message records is
+// used; failing that, it counts as one.
+func position(span []briefd.Message, prev *briefd.Briefing) int64 {
+	var n int64
+	for i := range span {
+		if !span[i].IsBriefing() {
+			n++
+		}
+	}
+	if prev != nil {
+		return prev.Position + n
+	}
+	if len(span) > 0 && span[0].IsBriefing() {
+		p, err := strconv.ParseInt(span[0].Metadata[briefd.MetaPosition], 10, 64)
+		if err != nil || p < 1 {
+			p = 1
+		}
+		n += p
+	}
+	return n
+}
+
+// depth is the draft's depth, raised to one more than a folded briefing's.
+func depth(d int, span []briefd.Message, prev *briefd.Briefing) int {
+	switch {
+	case prev != nil:
+		return max(d, prev.Depth+1)
+	case slices.ContainsFunc(span, func(m briefd.Message) bool { return m.IsBriefing() }):
+		return max(d, 1)
+	}
+	return d
+}
+
+func ids(span []briefd.Message) []string {
+	out := make([]string, len(span))
+	for i := range span {
+		out[i] = span[i].ID
+	}
+	return out
+}
+
+// SpanHash returns the hex SHA-256 of a canonical encoding of msgs: every
+// field of every message, length-prefixed, metadata in key order. Two
+// spans hash alike exactly when they hold the same messages.
+func SpanHash(msgs []briefd.Message) string {
+	h := sha256.New()
+	for i := range msgs {
+		writeMessage(h, &msgs[i])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func writeMessage(h hash.Hash, m *briefd.Message) {
+	var buf [binary.MaxVarintLen64]byte
+	num := func(n int) { h.Write(buf[:binary.PutUvarint(buf[:], uint64(n))]) }
+	str := func(s string) {
+		num(len(s))
+		io.WriteString(h, s)
+	}
+	str("msg")
+	str(m.ID)
+	str(string(m.Role))
+	str(m.Name)
+	if m.Content.Parts == nil {
+		num(0)
+		str(m.Content.Text)
+	} else {
+		num(1 + len(m.Content.Parts))
+		for _, p := range m.Content.Parts {
+			str(p.Type)
+			str(p.Text)
+			if p.ImageURL == nil {
+				num(0)
+			} else {
+				num(1)
+				str(p.ImageURL.URL)
+				str(p.ImageURL.Detail)
+			}
+		}
+	}
+	num(len(m.ToolCalls))
+	for _, tc := range m.ToolCalls {
+		str(tc.ID)
+		str(tc.Type)
+		str(tc.Function.Name)
+		str(tc.Function.Arguments)
+	}
+	str(m.ToolCallID)
+	if m.Pinned {
+		num(1)
+	} else {
+		num(0)
+	}
+	keys := make([]string, 0, len(m.Metadata))
+	for k := range m.Metadata {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	num(len(keys))
+	for _, k := range keys {
+		str(k)
+		str(m.Metadata[k])
+	}
+}

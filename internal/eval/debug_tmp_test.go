@@ -1,0 +1,25 @@
+package eval
+
+import (
+	"os"
+	"testing"
+)
+
+func TestDebugMissed(t *testing.T) {
+	if os.Getenv("EVAL_MISSED") == "" {
+		t.Skip()
+	}
+	files, err := Files(sharedHistories)
+	if err != nil {
+		t.Skip()
+	}
+	rep, err := Run(t.Context(), files, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Conversations {
+		if len(c.FutureMissed) > 0 {
+			t.Logf("%s %.3f missed %d/%d: %q", c.ID, c.FutureRecall, len(c.FutureMissed), c.FutureIdentifiers, c.FutureMissed)
+		}
+	}
+}

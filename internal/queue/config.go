@@ -1,0 +1,213 @@
+package queue
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config configures the streams, the shared consumer, the publisher and the
+// consumer loop. The zero value is usable: [Config.WithDefaults] fills every
+// zero field with the default its comment names.
+type Config struct {
+	// Prefix is the first subject token(s) of every subject, e.g.
+	// "briefd" gives briefd.body.>, briefd.snap.> and briefd.dead.>.
+	// Default "briefd". Stream names derive from it (BRIEFD_BODIES, ...).
+	Prefix string
+	// Replicas of each stream in a cluster. Default 1.
+	Replicas int
+	// Storage of the streams. Default jetstream.FileStorage (the zero
+	// value of jetstream.StorageType).
+	Storage jetstream.StorageType
+	// MaxAge is how long bodies and snapshots are kept; it bounds replay.
+	// Default 7 days. A publisher re-sends a conversation's bodies once
+	// they are older than MaxAge/2, so live conversations never lose them.
+	MaxAge time.Duration
+	// DeadMaxAge is how long dead-letter records are kept. Default 30 days.
+	DeadMaxAge time.Duration
+	// DuplicateWindow is JetStream's Nats-Msg-Id de-duplication window.
+	// Default 2 minutes.
+	DuplicateWindow time.Duration
+	// MaxBodyBytes is the largest canonical message body; a larger one is
+	// rejected with ErrBodyTooLarge before anything is published. Default
+	// 16 MiB.
+	MaxBodyBytes int
+	// Compress bodies with zstd when it saves space. Default on; set
+	// NoCompression to send plain JSON.
+	NoCompression bool
+	// FullEvery is how many delta snapshots a publisher writes before a
+	// full manifest, bounding the chain a reader resolves. Default 64.
+	FullEvery int
+	// Conversations is how many conversations a Publisher remembers (LRU).
+	// A forgotten conversation's next snapshot re-sends its bodies and a
+	// full manifest. Default 4096.
+	Conversations int
+
+	// Consumer is the durable pull consumer shared by all workers.
+	// Default "briefd-workers".
+	Consumer string
+	// AckWait is how long the server waits for an ack before redelivering.
+	// Default 30s. InProgress is sent every AckWait/3 while a handler runs.
+	AckWait time.Duration
+	// MaxDeliver is how many times a snapshot is tried before it is
+	// dead-lettered. Default 5.
+	MaxDeliver int
+	// Backoff are the NakWithDelay delays after a transient error, indexed
+	// by delivery count (the last repeats). Default 1s, 5s, 15s, 30s. They
+	// are client-side naks, not the consumer's BackOff, so AckWait keeps
+	// its meaning.
+	Backoff []time.Duration
+	// MaxAckPending bounds unacked snapshots across all workers.
+	// Default 1000.
+	MaxAckPending int
+	// Concurrency is the number of handlers running at once in one
+	// process. Default 4.
+	Concurrency int
+	// PullMaxMessages bounds the messages buffered by one process's pull.
+	// Default Concurrency. Bounded pulls matter: unbounded pulls of large
+	// messages collapse throughput (see docs/protocol.md).
+	PullMaxMessages int
+	// PullMaxBytes, when > 0, bounds the pull in bytes instead of
+	// messages (the two are exclusive).
+	PullMaxBytes int
+	// ResolvedCache is how many resolved snapshot lists a consumer keeps
+	// (LRU). Default 1024.
+	ResolvedCache int
+	// BodyCacheBytes bounds the consumer's cache of bodies (LRU by bytes).
+	// Default 64 MiB.
+	BodyCacheBytes int
+	// MaxChain is the longest base chain a reader follows. Default 1024.
+	MaxChain int
+
+	// Logger receives the queue's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultPrefix         = "briefd"
+	DefaultMaxAge         = 7 * 24 * time.Hour
+	DefaultDeadMaxAge     = 30 * 24 * time.Hour
+	DefaultDuplicates     = 2 * time.Minute
+	DefaultMaxBodyBytes   = 16 << 20
+	DefaultFullEvery      = 64
+	DefaultConversations  = 4096
+	DefaultConsumer       = "briefd-workers"
+	DefaultAckWait        = 30 * time.Second
+	DefaultMaxDeliver     = 5
+	DefaultMaxAckPending  = 1000
+	DefaultConcurrency    = 4
+	DefaultResolvedCache  = 1024
+	DefaultBodyCacheBytes = 64 << 20
+	DefaultMaxChain       = 1024
+)
+
+// DefaultBackoff are the default nak delays.
+var DefaultBackoff = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
+	c.DeadMaxAge = cmp.Or(c.DeadMaxAge, DefaultDeadMaxAge)
+	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, DefaultDuplicates)
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
+	c.FullEvery = cmp.Or(c.FullEvery, DefaultFullEvery)
+	c.Conversations = cmp.Or(c.Conversations, DefaultConversations)
+	c.Consumer = cmp.Or(c.Consumer, DefaultConsumer)
+	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
+	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
+	if len(c.Backoff) == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	c.MaxAckPending = cmp.Or(c.MaxAckPending, DefaultMaxAckPending)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	if c.PullMaxBytes <= 0 {
+		c.PullMaxMessages = cmp.Or(c.PullMaxMessages, c.Concurrency)
+	}
+	c.ResolvedCache = cmp.Or(c.ResolvedCache, DefaultResolvedCache)
+	c.BodyCacheBytes = cmp.Or(c.BodyCacheBytes, DefaultBodyCacheBytes)
+	c.MaxChain = cmp.Or(c.MaxChain, DefaultMaxChain)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// ConfigError names the field of a Config that is invalid.
+type ConfigError struct {
+	Field string
+	Value any
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("queue: config %s=%v: %v", e.Field, e.Value, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Validate checks c after WithDefaults.
+func (c Config) Validate() error {
+	for _, tok := range strings.Split(c.Prefix, ".") {
+		if !ValidToken(tok) {
+			return &ConfigError{"Prefix", c.Prefix, errors.New("each dot-separated token must be 1-128 characters of [A-Za-z0-9_-]")}
+		}
+	}
+	positive := []struct {
+		name string
+		v    int64
+	}{
+		{"Replicas", int64(c.Replicas)}, {"MaxAge", int64(c.MaxAge)}, {"DeadMaxAge", int64(c.DeadMaxAge)},
+		{"DuplicateWindow", int64(c.DuplicateWindow)}, {"MaxBodyBytes", int64(c.MaxBodyBytes)},
+		{"FullEvery", int64(c.FullEvery)}, {"Conversations", int64(c.Conversations)},
+		{"AckWait", int64(c.AckWait)}, {"MaxDeliver", int64(c.MaxDeliver)}, {"MaxAckPending", int64(c.MaxAckPending)},
+		{"Concurrency", int64(c.Concurrency)}, {"ResolvedCache", int64(c.ResolvedCache)},
+		{"BodyCacheBytes", int64(c.BodyCacheBytes)}, {"MaxChain", int64(c.MaxChain)},
+	}
+	for _, p := range positive {
+		if p.v <= 0 {
+			return &ConfigError{p.name, p.v, errors.New("must be > 0")}
+		}
+	}
+	if c.DuplicateWindow > c.MaxAge {
+		return &ConfigError{"DuplicateWindow", c.DuplicateWindow, errors.New("must not exceed MaxAge")}
+	}
+	if c.PullMaxMessages > 0 && c.PullMaxBytes > 0 {
+		return &ConfigError{"PullMaxBytes", c.PullMaxBytes, errors.New("PullMaxMessages and PullMaxBytes are exclusive")}
+	}
+	for _, d := range c.Backoff {
+		if d < 0 {
+			return &ConfigError{"Backoff", c.Backoff, errors.New("delays must be >= 0")}
+		}
+	}
+	return nil
+}
+
+// StreamNames are the names of the three streams of a prefix.
+type StreamNames struct{ Bodies, Snapshots, Dead string }
+
+// Streams returns the stream names derived from c.Prefix, e.g. BRIEFD_BODIES.
+func (c Config) Streams() StreamNames {
+	base := strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(cmp.Or(c.Prefix, DefaultPrefix)))
+	return StreamNames{Bodies: base + "_BODIES", Snapshots: base + "_SNAPSHOTS", Dead: base + "_DEAD"}
+}
+
+func (c Config) subjects() Subjects { return Subjects{Prefix: c.Prefix} }
+
+func (c Config) backoff(delivered uint64) time.Duration {
+	i := int(delivered) - 1
+	if i < 0 {
+		i = 0
+	}
+	if i >= len(c.Backoff) {
+		i = len(c.Backoff) - 1
+	}
+	return c.Backoff[i]
+}

@@ -1,0 +1,324 @@
+package queue
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/briefd/briefd"
+	"github.com/klauspost/compress/zstd"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+)
+
+// Snapshot is a resolved snapshot: the manifest's fields and the ordered
+// messages it names.
+type Snapshot struct {
+	Tenant         string
+	ConversationID string
+	// Seq is the agent's snapshot number; StreamSeq its sequence in the
+	// snapshot stream.
+	Seq, StreamSeq uint64
+	Model          string
+	ContextWindow  int
+	CreatedAt      time.Time
+	Messages       []briefd.Message
+	// Entries are the message ids and body hashes, in order.
+	Entries  []Entry
+	Delivery Delivery
+}
+
+// Delivery describes the delivery of a consumed snapshot (zero for
+// LoadSnapshot).
+type Delivery struct {
+	// NumDelivered counts deliveries, this one included (1 the first time).
+	NumDelivered uint64
+	// NumPending is the consumer's count of undelivered snapshots.
+	NumPending uint64
+	// Timestamp is when the snapshot was stored.
+	Timestamp time.Time
+}
+
+// Resolver turns manifests into message lists, with bounded caches of
+// resolved lists and bodies. It is safe for concurrent use.
+type Resolver struct {
+	js     jetstream.JetStream
+	cfg    Config
+	subj   Subjects
+	dec    *zstd.Decoder
+	lists  *lru[uint64, []Entry] // by snapshot stream sequence
+	bodies *lru[string, []byte]  // canonical bytes by body subject
+
+	mu            sync.Mutex
+	snaps, bodySt jetstream.Stream
+}
+
+// NewResolver returns a resolver reading the streams of cfg.
+func NewResolver(js jetstream.JetStream, cfg Config) *Resolver {
+	cfg = cfg.WithDefaults()
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(cfg.MaxBodyBytes)+1))
+	return &Resolver{
+		js: js, cfg: cfg, subj: cfg.subjects(), dec: dec,
+		lists:  newLRU[uint64, []Entry](cfg.ResolvedCache, nil),
+		bodies: newLRU[string, []byte](cfg.BodyCacheBytes, func(b []byte) int { return len(b) }),
+	}
+}
+
+func (r *Resolver) streams(ctx context.Context) (snaps, bodies jetstream.Stream, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.snaps == nil {
+		names := r.cfg.Streams()
+		if r.snaps, err = r.js.Stream(ctx, names.Snapshots); err != nil {
+			r.snaps = nil
+			return nil, nil, fmt.Errorf("queue: open stream %s: %w", names.Snapshots, err)
+		}
+		if r.bodySt, err = r.js.Stream(ctx, names.Bodies); err != nil {
+			r.snaps = nil
+			return nil, nil, fmt.Errorf("queue: open stream %s: %w", names.Bodies, err)
+		}
+	}
+	return r.snaps, r.bodySt, nil
+}
+
+// parseSnapSubject returns the tenant and conversation of a snapshot
+// subject.
+func (r *Resolver) parseSnapSubject(subject string) (tenant, conv string, ok bool) {
+	rest, found := strings.CutPrefix(subject, r.cfg.Prefix+".snap.")
+	if !found {
+		return "", "", false
+	}
+	tenant, conv, found = strings.Cut(rest, ".")
+	return tenant, conv, found && ValidToken(tenant) && ValidToken(conv)
+}
+
+// Resolve decodes the manifest data stored at streamSeq on subject and
+// loads the messages it names. Protocol violations wrap ErrMalformed;
+// other errors (NATS unreachable) are transient.
+func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64, data []byte) (*Snapshot, error) {
+	tenant, conv, ok := r.parseSnapSubject(subject)
+	if !ok {
+		return nil, malformed("subject %q is not %s.snap.<tenant>.<conversation>", subject, r.cfg.Prefix)
+	}
+	man, err := DecodeManifest(data)
+	if err != nil {
+		return nil, err
+	}
+	if man.Tenant != tenant || man.ConversationID != conv {
+		return nil, malformed("manifest names %s.%s but was published on %s", man.Tenant, man.ConversationID, subject)
+	}
+	list, err := r.list(ctx, subject, streamSeq, man)
+	if err != nil {
+		return nil, err
+	}
+	msgs, err := r.messages(ctx, tenant, conv, list)
+	if err != nil {
+		return nil, err
+	}
+	return &Snapshot{
+		Tenant: tenant, ConversationID: conv, Seq: man.Seq, StreamSeq: streamSeq,
+		Model: man.Model, ContextWindow: man.ContextWindow, CreatedAt: man.CreatedAt,
+		Messages: msgs, Entries: list,
+	}, nil
+}
+
+// list resolves the base chain of man into its entry list.
+func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, man *Manifest) ([]Entry, error) {
+	if l, ok := r.lists.get(streamSeq); ok && streamSeq != 0 {
+		return l, nil
+	}
+	snaps, _, err := r.streams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	type link struct {
+		seq uint64
+		m   *Manifest
+	}
+	chain := []link{{streamSeq, man}}
+	var base []Entry
+	for cur := man; cur.Base != 0; {
+		if len(chain) > r.cfg.MaxChain {
+			return nil, malformed("base chain of snapshot %d is longer than %d", man.Seq, r.cfg.MaxChain)
+		}
+		if l, ok := r.lists.get(cur.BaseStreamSeq); ok {
+			base = l
+			break
+		}
+		raw, err := snaps.GetMsg(ctx, cur.BaseStreamSeq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil, malformed("snapshot %d: base %d (stream seq %d) is not in the stream (expired or never stored)", cur.Seq, cur.Base, cur.BaseStreamSeq)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue: load base snapshot %d: %w", cur.BaseStreamSeq, err)
+		}
+		if raw.Subject != subject {
+			return nil, malformed("snapshot %d: base stream seq %d belongs to %s, not %s", cur.Seq, cur.BaseStreamSeq, raw.Subject, subject)
+		}
+		bm, err := DecodeManifest(raw.Data)
+		if err != nil {
+			return nil, fmt.Errorf("base snapshot at stream seq %d: %w", cur.BaseStreamSeq, err)
+		}
+		if bm.Seq != cur.Base {
+			return nil, malformed("snapshot %d: base stream seq %d holds snapshot %d, want %d", cur.Seq, cur.BaseStreamSeq, bm.Seq, cur.Base)
+		}
+		chain = append(chain, link{cur.BaseStreamSeq, bm})
+		cur = bm
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		m := chain[i].m
+		if m.Keep > len(base) {
+			return nil, malformed("snapshot %d keeps %d entries of a base of %d", m.Seq, m.Keep, len(base))
+		}
+		l := make([]Entry, 0, m.Keep+len(m.Append))
+		l = append(append(l, base[:m.Keep]...), m.Append...)
+		if chain[i].seq != 0 {
+			r.lists.add(chain[i].seq, l)
+		}
+		base = l
+	}
+	return base, nil
+}
+
+// messages loads and checks the bodies of list, eight at a time.
+func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Entry) ([]briefd.Message, error) {
+	_, bodySt, err := r.streams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]briefd.Message, len(list))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, e := range list {
+		g.Go(func() error {
+			body, err := r.body(gctx, bodySt, tenant, conv, e.Hash)
+			if err != nil {
+				return fmt.Errorf("message %q: %w", e.ID, err)
+			}
+			if err := json.Unmarshal(body, &msgs[i]); err != nil {
+				return malformed("body of message %q is not a message: %v", e.ID, err)
+			}
+			if msgs[i].ID != e.ID {
+				return malformed("body %s holds message %q, the manifest says %q", e.Hash, msgs[i].ID, e.ID)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// body returns the canonical bytes of one body, reassembled, decompressed
+// and checked against its hash.
+func (r *Resolver) body(ctx context.Context, st jetstream.Stream, tenant, conv, hash string) ([]byte, error) {
+	subject := r.subj.Body(tenant, conv, hash)
+	if b, ok := r.bodies.get(subject); ok {
+		return b, nil
+	}
+	raw, err := st.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, &missingBodyError{malformedError{reason: "body " + subject + " is not in the stream"}}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: get body %s: %w", subject, err)
+	}
+	payload := raw.Data
+	if n := raw.Header.Get(HeaderChunks); n != "" {
+		chunks, err1 := strconv.Atoi(n)
+		size, err2 := strconv.Atoi(raw.Header.Get(HeaderSize))
+		if err1 != nil || err2 != nil || chunks <= 0 || size < 0 || size > 2*r.cfg.MaxBodyBytes {
+			return nil, malformed("body %s has bad chunk headers %s=%q %s=%q", subject, HeaderChunks, n, HeaderSize, raw.Header.Get(HeaderSize))
+		}
+		buf := bytes.NewBuffer(make([]byte, 0, size))
+		for i := range chunks {
+			c, err := st.GetLastMsgForSubject(ctx, subject+"."+strconv.Itoa(i))
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil, &missingBodyError{malformedError{reason: fmt.Sprintf("chunk %d of body %s is not in the stream", i, subject)}}
+			}
+			if err != nil {
+				return nil, fmt.Errorf("queue: get chunk %d of %s: %w", i, subject, err)
+			}
+			buf.Write(c.Data)
+		}
+		if buf.Len() != size {
+			return nil, malformed("body %s: chunks hold %d bytes, %s says %d", subject, buf.Len(), HeaderSize, size)
+		}
+		payload = buf.Bytes()
+	}
+	switch enc := raw.Header.Get(HeaderContentEncoding); enc {
+	case "":
+	case EncodingZstd:
+		d, err := r.dec.DecodeAll(payload, nil)
+		if err != nil {
+			return nil, malformed("body %s: zstd: %v", subject, err)
+		}
+		payload = d
+	default:
+		return nil, malformed("body %s: unknown %s %q", subject, HeaderContentEncoding, enc)
+	}
+	if len(payload) > r.cfg.MaxBodyBytes {
+		return nil, malformed("body %s is %d bytes, limit %d", subject, len(payload), r.cfg.MaxBodyBytes)
+	}
+	if got := BodyHash(payload); got != hash {
+		return nil, malformed("body %s hashes to %s", subject, got)
+	}
+	r.bodies.add(subject, payload)
+	return payload, nil
+}
+
+// Load resolves snapshot seq of a conversation (0 = the newest) from the
+// streams without consuming it. Finding a given seq scans the
+// conversation's snapshots forward, which is fine for replay.
+func (r *Resolver) Load(ctx context.Context, tenant, conv string, seq uint64) (*Snapshot, error) {
+	if err := checkIDs(tenant, conv); err != nil {
+		return nil, err
+	}
+	snaps, _, err := r.streams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	subject := r.subj.Snapshot(tenant, conv)
+	var raw *jetstream.RawStreamMsg
+	if seq == 0 {
+		raw, err = snaps.GetLastMsgForSubject(ctx, subject)
+	} else {
+		for next := uint64(1); ; next = raw.Sequence + 1 {
+			raw, err = snaps.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+			if err != nil {
+				break
+			}
+			var m struct {
+				Seq uint64 `json:"seq"`
+			}
+			if json.Unmarshal(raw.Data, &m) == nil && m.Seq == seq {
+				break
+			}
+		}
+	}
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, fmt.Errorf("queue: %s.%s seq %d: %w", tenant, conv, seq, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: load %s.%s seq %d: %w", tenant, conv, seq, err)
+	}
+	s, err := r.Resolve(ctx, raw.Subject, raw.Sequence, raw.Data)
+	if err != nil {
+		return nil, err
+	}
+	s.Delivery.Timestamp = raw.Time
+	return s, nil
+}
+
+// LoadSnapshot resolves snapshot seq (0 = newest) of a conversation without
+// consuming it; see Resolver.Load.
+func LoadSnapshot(ctx context.Context, js jetstream.JetStream, cfg Config, tenant, conv string, seq uint64) (*Snapshot, error) {
+	return NewResolver(js, cfg).Load(ctx, tenant, conv, seq)
+}

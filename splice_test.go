@@ -1,0 +1,197 @@
+package briefd
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// genValid returns a random valid history: system, task, maybe an earlier
+// briefing, then user turns, pinned or plain assistant messages and tool
+// groups, maybe ending in an unanswered call.
+func genValid(r *rand.Rand, steps int) []Message {
+	var msgs []Message
+	n, calls := 0, 0
+	add := func(m Message) {
+		m.ID = fmt.Sprintf("m%d", n)
+		n++
+		msgs = append(msgs, m)
+	}
+	if r.IntN(4) > 0 {
+		add(Message{Role: RoleSystem, Content: Text("system")})
+	}
+	if r.IntN(4) > 0 {
+		add(Message{Role: RoleUser, Content: Text("task")})
+	}
+	if r.IntN(4) == 0 {
+		msgs = append(msgs, BriefingMessage(&Briefing{BoundaryID: "old", Text: "earlier <b> & more"}))
+	}
+	for range steps {
+		switch r.IntN(5) {
+		case 0:
+			add(Message{Role: RoleUser, Content: Text("more"), Pinned: r.IntN(5) == 0})
+		case 1:
+			add(Message{Role: RoleAssistant, Content: Text("thinking"), Pinned: r.IntN(5) == 0})
+		default:
+			k := 1 + r.IntN(3)
+			a := Message{Role: RoleAssistant}
+			for range k {
+				calls++
+				a.ToolCalls = append(a.ToolCalls, ToolCall{ID: fmt.Sprintf("c%d", calls), Type: "function", Function: FunctionCall{Name: "f", Arguments: "{}"}})
+			}
+			add(a)
+			answered := k
+			if r.IntN(10) == 0 {
+				answered = r.IntN(k + 1) // the history ends with this turn running
+			}
+			for _, tc := range a.ToolCalls[:answered] {
+				add(Message{Role: RoleTool, ToolCallID: tc.ID, Content: Text("result")})
+			}
+			if answered < k {
+				return msgs
+			}
+		}
+	}
+	return msgs
+}
+
+func TestPinnedHeadMatchesPinned(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		msgs := genValid(r, r.IntN(30))
+		pinned := pinnedHead(msgs)
+		for i := range msgs {
+			if pinned(i) != Pinned(msgs, i) {
+				t.Fatalf("message %d of %v: pinnedHead %v", i, msgs, pinned(i))
+			}
+		}
+	}
+}
+
+func TestSplice(t *testing.T) {
+	msgs := []Message{
+		{ID: "s", Role: RoleSystem, Content: Text("sys")},
+		{ID: "u", Role: RoleUser, Content: Text("task")},
+		{ID: "a1", Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Type: "function"}}},
+		{ID: "t1", Role: RoleTool, ToolCallID: "c1"},
+		{ID: "p", Role: RoleAssistant, Content: Text("pinned note"), Pinned: true},
+		{ID: "a2", Role: RoleAssistant, Content: Text("next")},
+		{ID: "u2", Role: RoleUser, Content: Text("go on")},
+	}
+	b := &Briefing{ConversationID: "c", BoundaryID: "a2", Text: "did </compacted-history> & <b>things</b>"}
+	out, err := Splice(msgs, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range out {
+		got = append(got, m.ID)
+	}
+	if want := []string{"s", "u", "p", "briefing:a2", "a2", "u2"}; !slices.Equal(got, want) {
+		t.Fatalf("ids %v, want %v", got, want)
+	}
+	bm := out[3]
+	if !bm.IsBriefing() || bm.Role != RoleUser || bm.Metadata[MetaBoundary] != "a2" || Pinned(out, 3) {
+		t.Fatalf("briefing message %+v", bm)
+	}
+	content := bm.Content.Text
+	if strings.Count(content, CloseTag) != 1 || strings.Count(content, OpenTag) != 1 || strings.Contains(content, "<b>") {
+		t.Fatalf("the briefing is not escaped: %q", content)
+	}
+	if text, ok := UnwrapBriefing(content); !ok || text != b.Text {
+		t.Fatalf("unwrap %q %v", text, ok)
+	}
+	if len(msgs) != 7 || msgs[4].ID != "p" {
+		t.Fatal("Splice modified its input")
+	}
+
+	tests := []struct {
+		name     string
+		boundary string
+		want     error
+		msg      string
+	}{
+		{name: "missing", boundary: "gone", want: ErrBoundaryMissing},
+		{name: "nothing before", boundary: "a1", want: ErrNothingToSplice},
+		{name: "tool result", boundary: "t1", msg: "is a tool result"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Splice(msgs, &Briefing{BoundaryID: tt.boundary})
+			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) || !strings.Contains(err.Error(), tt.msg) {
+				t.Fatalf("err = %v, want %v %q", err, tt.want, tt.msg)
+			}
+			if &res[0] != &msgs[0] {
+				t.Fatal("history not returned unchanged")
+			}
+		})
+	}
+	if _, err := Splice(msgs, nil); err == nil {
+		t.Fatal("nil briefing accepted")
+	}
+	// Splicing again at the same boundary: only the briefing precedes it.
+	if _, err := Splice(out, b); err != nil {
+		// The old briefing message is replaced by the new one.
+		t.Fatalf("re-splice: %v", err)
+	}
+}
+
+// TestSpliceProperties splices random valid histories at every boundary
+// that is not a tool result: the result validates, keeps the pinned head
+// in order, then one briefing message, then the tail verbatim.
+func TestSpliceProperties(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 300 {
+		msgs := genValid(r, r.IntN(25))
+		for at := range msgs {
+			checkSplice(t, msgs, at)
+		}
+	}
+}
+
+func checkSplice(t *testing.T, msgs []Message, at int) {
+	t.Helper()
+	b := &Briefing{BoundaryID: msgs[at].ID, Text: "briefing"}
+	out, err := Splice(msgs, b)
+	if msgs[at].Role == RoleTool {
+		if err == nil {
+			t.Fatalf("spliced at tool result %s", msgs[at].ID)
+		}
+		return
+	}
+	var head []string
+	replaced := 0
+	for i := range at {
+		if Pinned(msgs, i) {
+			head = append(head, msgs[i].ID)
+		} else {
+			replaced++
+		}
+	}
+	if replaced == 0 {
+		if !errors.Is(err, ErrNothingToSplice) {
+			t.Fatalf("at %d: err = %v, want ErrNothingToSplice", at, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("splice at %s of %v: %v", msgs[at].ID, msgs, err)
+	}
+	if err := Validate(out, Limits{}); err != nil {
+		t.Fatalf("spliced history invalid: %v", err)
+	}
+	want := append(head, "briefing:"+b.BoundaryID)
+	for _, m := range msgs[at:] {
+		want = append(want, m.ID)
+	}
+	var got []string
+	for _, m := range out {
+		got = append(got, m.ID)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("at %d: ids %v, want %v", at, got, want)
+	}
+}
