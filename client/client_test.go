@@ -146,8 +146,8 @@ func TestBufferFull(t *testing.T) {
 	if err := c.Publish(t.Context(), "conv", h); !errors.Is(err, client.ErrBufferFull) {
 		t.Fatalf("Publish with a full buffer = %v, want ErrBufferFull", err)
 	}
-	// One body and one manifest are held; ack them as a stream would.
-	for range 2 {
+	// Two bodies and one manifest are held; ack them as a stream would.
+	for range 3 {
 		select {
 		case m := <-held:
 			if err := m.Respond([]byte(`{"stream":"HELD","seq":7}`)); err != nil {

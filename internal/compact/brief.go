@@ -18,7 +18,12 @@ type BriefInput struct {
 	// Previous is the earlier briefing the span's first message carries,
 	// when the store still has it (its Structured ledger is merged).
 	Previous *briefd.Briefing
-	// BudgetTokens is the most tokens the rendered text may use.
+	// BudgetTokens is the most tokens the briefing may use, counted on
+	// what the agent reads: the text escaped and wrapped by
+	// briefd.WrapBriefing. Every user message of the span is carried
+	// whatever the budget: when the header, the user messages (shortened
+	// over UserCapTokens) and the current state need more, the budget
+	// grows to fit them, and Draft.BudgetTokens says so.
 	BudgetTokens int
 	// CountTokens counts the tokens of a text.
 	CountTokens func(string) int
@@ -42,6 +47,11 @@ type Draft struct {
 	// Depth is 0 for a span of raw messages, one more than the earlier
 	// briefing's depth when the span begins with one.
 	Depth int
+	// BudgetTokens is the budget the text was fitted to: the input's, or
+	// more when the header, the user messages (at most UserCapTokens of
+	// them) and the current state need more. briefd.WrapBriefing(Text)
+	// counts at most BudgetTokens tokens.
+	BudgetTokens int
 }
 
 // Brief builds the deterministic evidence briefing of a span: every user
@@ -95,26 +105,16 @@ func Brief(in BriefInput) (*Draft, error) {
 		l.Task = taskLine(in.Span, cache)
 	}
 
-	// The agent reads the text escaped and wrapped (briefd.WrapBriefing):
-	// keep room for the wrapper so the message it sees fits the budget too.
-	budget, soft := in.BudgetTokens, in.BudgetTokens
-	if wrap := cache.count(briefd.WrapBriefing(""), in.CountTokens) + 8 + soft/25; soft > 4*wrap {
-		soft -= wrap
-	}
-	r := &renderer{cache: cache, count: in.CountTokens, budget: budget, soft: soft, cap: in.UserCapTokens}
+	r := &renderer{cache: cache, count: in.CountTokens, cap: in.UserCapTokens}
 	if r.cap <= 0 {
 		r.cap = DefaultUserCapTokens
 	}
-	out := r.render(l, header(in.Span), b.prevTxt, b.prevID)
-	text := out.text
-	if out.estimate > budget {
-		text = r.hardFit(text)
-	}
+	text, budget := r.render(l, header(in.Span), b.prevTxt, b.prevID, in.BudgetTokens)
 	js, err := json.Marshal(l)
 	if err != nil {
 		return nil, fmt.Errorf("brief: marshal ledger: %w", err)
 	}
-	return &Draft{Text: text, Structured: js, Depth: depth}, nil
+	return &Draft{Text: text, Structured: js, Depth: depth, BudgetTokens: budget}, nil
 }
 
 // header is the first line: what the briefing covers.
@@ -122,16 +122,15 @@ func header(span []briefd.Message) string {
 	if len(span) == 0 {
 		return "Briefing on the earlier part of this conversation (nothing was compacted)."
 	}
-	return "Briefing on the earlier part of this conversation: " + strconv.Itoa(len(span)) + " messages, " +
-		span[0].ID + " to " + span[len(span)-1].ID + ", replaced by this text. Ids in brackets or before a line name the original messages. " +
-		"✓ marks a step with evidence of success (exit 0 or explicit success); nothing else is claimed done."
+	return "Briefing replacing " + strconv.Itoa(len(span)) + " earlier messages (" + span[0].ID + "–" + span[len(span)-1].ID +
+		"). Ids name the original messages; ✓ marks a step with evidence of success, nothing else is claimed done."
 }
 
 // taskLine states the goal from the span: the task itself is the pinned
 // first user message, kept verbatim before the briefing; the span adds the
 // approach the assistant first stated.
 func taskLine(span []briefd.Message, cache *ExtractCache) string {
-	s := "The task is the first user message, kept verbatim before this briefing."
+	s := "The first user message, kept before this briefing, states the task."
 	for i := range span {
 		m := &span[i]
 		if m.Role == briefd.RoleAssistant && !m.IsBriefing() {
@@ -143,24 +142,41 @@ func taskLine(span []briefd.Message, cache *ExtractCache) string {
 	return s
 }
 
-// hardFit keeps the longest prefix of whole lines that fits the budget,
-// with a marker: the last resort when even the mandatory parts and the
-// shortened user messages are over the budget.
-func (r *renderer) hardFit(text string) string {
-	const marker = "[briefing cut here to fit its size budget]"
-	lines := strings.Split(text, "\n")
-	used := r.cost(marker)
-	var keep []string
-	for _, ln := range lines {
-		c := r.cost(ln)
-		if used+c > r.budget {
-			break
+// render writes the briefing text of l within budget tokens (wrapped), or
+// within what the mandatory parts need when that is more; it returns the
+// text and the budget it fitted.
+func (r *renderer) render(l *Ledger, head, prevText, prevID string, budget int) (string, int) {
+	m := r.mandatoryParts(l, head)
+	const margin = 2
+	// Every user message is carried: when they crowd the budget, it grows
+	// so that the evidence keeps min(half the budget, EvidenceFloorTokens).
+	budget = max(budget, m.cost()+margin+min(budget/2, EvidenceFloorTokens))
+	p := &pools{
+		task:   l.Task,
+		errs:   errorLines(l),
+		files:  fileLines(l),
+		tl:     timelineLines(l.Timeline),
+		idents: rankIdents(l.Identifiers),
+	}
+	if prevText != "" {
+		p.prev = strings.Split(prevText, "\n")
+		p.prevH = "## Earlier briefing (" + prevID + "), folded in"
+	}
+	room := budget - m.cost() - margin
+	for range 8 {
+		sel := r.fill(l, p, &m, room)
+		text := r.compose(l, p, &m, sel)
+		n := r.exact(text)
+		if n <= budget {
+			return text, budget
 		}
-		used += c
-		keep = append(keep, ln)
+		// The estimate was short (joins, escaping): shrink by the excess.
+		room -= n - budget + 4
 	}
-	if used > r.budget {
-		return ""
+	// Unreachable in practice: the mandatory parts only.
+	text := r.compose(l, p, &m, selection{prevFrom: len(p.prev), tlFrom: len(p.tl)})
+	if n := r.exact(text); n > budget {
+		budget = n
 	}
-	return strings.Join(append(keep, marker), "\n")
+	return text, budget
 }

@@ -23,6 +23,11 @@ import (
 // rules changed since.
 const EngineVersion = "briefd-compact/1"
 
+// LedgerShare is the share of the briefing budget given to the evidence
+// ledger when a Summarizer writes the briefing; the model's narrative gets
+// the rest.
+const LedgerShare = 0.6
+
 // Engine decides whether and where to compact a history, and builds the
 // briefing and the spliced history. It is safe for concurrent use; its
 // token counter's caches are shared by all calls.
@@ -184,9 +189,18 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	if e.summarizer != nil {
+		// The model's briefing is its narrative plus the evidence ledger
+		// verbatim, within the same budget: the ledger it gets is built to
+		// LedgerShare of the budget, leaving the rest for the narrative.
+		// The full-budget draft stays the fallback.
+		ledger, err := e.brief(BriefInput{Span: span, Previous: prev, BudgetTokens: int(float64(budget) * LedgerShare),
+			CountTokens: e.counter.Count, Cache: e.extract})
+		if err != nil {
+			return nil, fmt.Errorf("compact: conversation %q: evidence ledger: %w", req.ConversationID, err)
+		}
 		sum, attempts, err := e.summarize(ctx, SummaryInput{
 			ConversationID: req.ConversationID, Tenant: req.Tenant,
-			Span: span, Previous: prev, Draft: draft,
+			Span: span, Previous: prev, Draft: ledger,
 			BudgetTokens: budget, CountTokens: e.counter.Count,
 		})
 		res.Attempts = attempts

@@ -441,7 +441,7 @@ func readResult(text string) resultFacts {
 	// Success wording counts as evidence only without a contrary sign.
 	if r.errText == "" && (!r.hasExit || r.exit == 0) {
 		probe := headOf(body, 2000) + tailOf(body, 2000)
-		if successWord.MatchString(probe) && !failedWord.MatchString(probe) {
+		if mayHaveSuccess(probe) && successWord.MatchString(probe) && !failedWord.MatchString(probe) {
 			r.success = true
 		}
 	}
@@ -456,6 +456,9 @@ func findError(body string) string {
 	probe := body
 	if len(body) > 6000 {
 		probe = headOf(body, 3000) + "\n" + tailOf(body, 3000)
+	}
+	if !mayHaveError(probe) {
+		return ""
 	}
 	locs := errLine.FindAllStringIndex(probe, 40)
 	if len(locs) == 0 {
@@ -480,6 +483,41 @@ func findError(body string) string {
 		}
 	}
 	return oneLine(pick, 180)
+}
+
+// mayHaveSuccess is a necessary condition of successWord, cheap to test:
+// the case-insensitive regexp is slow on long outputs.
+func mayHaveSuccess(s string) bool {
+	low := strings.ToLower(s)
+	return strings.Contains(low, "successfully") || strings.Contains(low, "passed") || strings.HasPrefix(s, "OK")
+}
+
+// errorHints are substrings every line errLine matches contains: a probe
+// without any of them cannot match, and the regexp is skipped.
+var errorHints = []string{"rror", "xception", "ailure", "ERROR", "FAILED", "fatal:", "No such file", "command not found", "Permission denied", "Segmentation fault", "Traceback"}
+
+func mayHaveError(s string) bool {
+	for _, h := range errorHints {
+		if strings.Contains(s, h) {
+			return true
+		}
+	}
+	// errLine's E\s{3}: pytest's failure detail lines.
+	for i := strings.IndexByte(s, 'E'); i >= 0 && i+3 < len(s); {
+		if isSpace(s[i+1]) && isSpace(s[i+2]) && isSpace(s[i+3]) {
+			return true
+		}
+		j := strings.IndexByte(s[i+1:], 'E')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return false
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
 
 func gistOf(body string) string {

@@ -150,10 +150,11 @@ func isCodeName(q string) bool {
 	if letters < 2 {
 		return false
 	}
-	// A bare lowercase word (`grep`, `the`) is a word, not an identifier,
-	// unless it is code-shaped.
-	for i := 0; i < len(q); i++ {
-		c := q[i]
+	// A bare lowercase word (`grep`, `the`, `else:`, `run()`) is a word,
+	// not an identifier, unless it is code-shaped.
+	core := strings.TrimRight(q, ":()")
+	for i := 0; i < len(core); i++ {
+		c := core[i]
 		if !(c >= 'a' && c <= 'z') {
 			return true
 		}
@@ -338,9 +339,12 @@ func isVersion(t string) bool {
 	if len(parts) < 2 || len(parts) > 4 || !prefixed && len(parts) < 3 {
 		return false
 	}
-	for _, p := range parts {
+	for k, p := range parts {
 		if p == "" {
 			return false
+		}
+		if k == len(parts)-1 && k >= 2 && isPreRelease(p) {
+			break // 4.0.dev24590, 2.1.rc1
 		}
 		for i := 0; i < len(p); i++ {
 			if p[i] < '0' || p[i] > '9' {
@@ -353,6 +357,22 @@ func isVersion(t string) bool {
 		}
 	}
 	return true
+}
+
+// isPreRelease accepts a version's pre- or post-release part: dev24590,
+// rc1, post2, a1, b3.
+func isPreRelease(p string) bool {
+	for _, pre := range []string{"dev", "rc", "post", "alpha", "beta", "a", "b"} {
+		if rest, ok := strings.CutPrefix(p, pre); ok {
+			for i := 0; i < len(rest); i++ {
+				if rest[i] < '0' || rest[i] > '9' {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
 }
 
 var units = []string{"ms", "us", "ns", "s", "px", "em", "rem", "kb", "mb", "gb", "tb", "KB", "MB", "GB", "TB", "KiB", "MiB", "GiB", "k", "K", "M", "x", "min", "h"}

@@ -218,10 +218,10 @@ func (b *ledgerBuilder) scoreIdents() {
 		if st.msgs > 6 {
 			s = 6 + (s-6)*0.3 // a value on every screen is not worth more for it
 		}
-		s *= 0.6 + 0.8*float64(st.last)/n
+		s *= 0.8 + 0.4*float64(st.last)/n
 		s *= identWeight(e.Value)
 		// Short values cost fewer tokens: rank by value per token.
-		e.score = s / (1 + float64(len(e.Value))/24)
+		e.score = s / (1 + float64(len(e.Value))/48)
 	}
 }
 
@@ -437,7 +437,7 @@ func (b *ledgerBuilder) finish() *Ledger {
 		break
 	}
 	if b.lastAsk != "" {
-		l.NextStep = "(" + b.lastAID + ") " + lastSentences(b.lastAsk, 360)
+		l.NextStep = "(" + b.lastAID + ") " + lastSentences(b.lastAsk, 260)
 	}
 	return l
 }

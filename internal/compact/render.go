@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +24,12 @@ import (
 // DefaultUserCapTokens bounds the user messages carried verbatim (Codex
 // keeps 20k tokens of them); over it the oldest are shortened first.
 const DefaultUserCapTokens = 20_000
+
+// EvidenceFloorTokens is the room the evidence (timeline, files, errors,
+// identifiers) keeps when the user messages crowd the budget: the budget
+// grows to leave min(half of it, EvidenceFloorTokens) after the header,
+// the user messages and the current state.
+const EvidenceFloorTokens = 256
 
 type renderer struct {
 	cache  *ExtractCache
@@ -129,7 +136,7 @@ func (r *renderer) mandatoryParts(l *Ledger, header string) mandatory {
 		m.state.add(r, strconv.Itoa(unresolved)+" error(s) without evidence of resolution (see Errors).")
 	}
 	if l.NextStep != "" {
-		m.state.add(r, "Next step, in progress (stated by the assistant, not confirmed done unless later messages show it): "+l.NextStep)
+		m.state.add(r, "Next step (stated by the assistant; not done unless later messages show it): "+l.NextStep)
 	}
 	return m
 }
@@ -221,7 +228,7 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 	}
 	take(p.errs, &sel.errs, room*10/100)
 	take(p.files, &sel.files, room*15/100)
-	takeTL(room * 25 / 100)
+	takeTL(room * 20 / 100)
 
 	// Identifiers by rank, skipping those the text already quotes.
 	var shown strings.Builder
@@ -242,33 +249,37 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 	for _, s := range p.prev[sel.prevFrom:] {
 		shown.WriteString(s)
 	}
-	covered := shown.String()
-	var pickedText strings.Builder
+	// Coverage by token, not substring: a scan of the shown text is linear,
+	// where a substring search per candidate was the slowest part of a
+	// warm briefing. Parts of tokens (a path's basename, a date's year)
+	// count as covered too.
+	covered := coveredSet(shown.String())
 	identHdr := secHdr + r.cost("[9,999 other identifiers are quoted above or were left out for size]")
 	c := identHdr
 	groups := map[string]bool{}
 	for _, i := range p.idents {
 		e := &l.Identifiers[i]
-		if strings.Contains(covered, e.Value) || strings.Contains(pickedText.String(), e.Value) {
-			continue
-		}
-		// A value and its separator; a new group line adds its message id.
+		// A value and its separator (about 4 bytes a token for these
+		// strings); a new group line adds its message id. The final text
+		// is counted exactly, so an estimate only costs a retry.
 		ic := (len(e.Value)+2)/3 + 1
 		g := firstID(e.IDs)
 		if !groups[g] {
 			ic += 4
 		}
 		if !fits(c + ic) {
-			if room-used-c < 4 {
+			if room-used-c < 3 {
 				break
 			}
+			continue
+		}
+		if covered[e.Value] {
 			continue
 		}
 		groups[g] = true
 		c += ic
 		sel.picked = append(sel.picked, i)
-		pickedText.WriteString(e.Value)
-		pickedText.WriteByte(0)
+		addCovered(covered, e.Value)
 	}
 	if len(sel.picked) > 0 {
 		used += c
@@ -278,6 +289,34 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 	take(p.files, &sel.files, room)
 	take(p.errs, &sel.errs, room)
 	return sel
+}
+
+// coveredSet returns the identifiers of text and their parts.
+func coveredSet(text string) map[string]bool {
+	set := map[string]bool{}
+	scanIdentifiers(text, func(id string) { addCovered(set, id) })
+	return set
+}
+
+// addCovered adds id and every part of it that starts or ends at a
+// separator: django/db/models.py covers models.py and django/db, and
+// 2024-05-19 covers 2024.
+func addCovered(set map[string]bool, id string) {
+	if set[id] {
+		return
+	}
+	set[id] = true
+	for i := 0; i < len(id); i++ {
+		switch id[i] {
+		case '/', '.', '-', '_', ':':
+			if i > 0 {
+				set[id[:i]] = true
+			}
+			if i+1 < len(id) {
+				set[id[i+1:]] = true
+			}
+		}
+	}
 }
 
 // compose writes the text of a selection in reading order.
@@ -314,7 +353,20 @@ func (r *renderer) compose(l *Ledger, p *pools, m *mandatory, sel selection) str
 	if len(sel.picked) > 0 {
 		out = append(out, identLines(l, sel.picked)...)
 	}
-	out = append(out, m.state.lines...)
+	state := m.state.lines
+	if sel.tlFrom < len(p.tl) && l.CurrentState != "" {
+		// The last step is the timeline's last line: name it, not repeat it.
+		last := p.tl[len(p.tl)-1]
+		if lastStep := "Last step (" + firstID(last.ids) + "): "; strings.HasPrefix(l.CurrentState, lastStep) && strings.HasSuffix(last.text, l.CurrentState[len(lastStep):]) {
+			state = append([]string(nil), state...)
+			for i, s := range state {
+				if s == l.CurrentState {
+					state[i] = "Last step: " + firstID(last.ids) + ", the last line of What was done."
+				}
+			}
+		}
+	}
+	out = append(out, state...)
 	return strings.Join(out, "\n")
 }
 
@@ -368,14 +420,40 @@ func idList(ids []string, max int) string {
 	return strings.Join(ids[:max], ", ") + " +" + strconv.Itoa(len(ids)-max)
 }
 
-// errorLines lists errors: unresolved first, newest first.
+// errorLines lists errors, unresolved first, newest first; identical
+// errors collapse into one line with their count and ids.
 func errorLines(l *Ledger) []string {
-	var un, res []string
+	type group struct {
+		text     string
+		ids      []string
+		resolved bool
+		by       string
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for i := len(l.Errors) - 1; i >= 0; i-- {
 		e := l.Errors[i]
-		line := "- (" + firstID(e.IDs) + ") " + oneLine(e.Text, 160)
-		if e.Resolved {
-			res = append(res, line+" → resolved: the same step later succeeded ("+firstID(e.ResolvedBy)+")")
+		text := oneLine(e.Text, 160)
+		key := text + "\x00" + strconv.FormatBool(e.Resolved)
+		g := byKey[key]
+		if g == nil {
+			g = &group{text: text, resolved: e.Resolved, by: firstID(e.ResolvedBy)}
+			byKey[key] = g
+			groups = append(groups, g)
+		}
+		g.ids = append(g.ids, firstID(e.IDs))
+	}
+	var un, res []string
+	for _, g := range groups {
+		ids := g.ids
+		slices.Reverse(ids)
+		line := "- (" + idList(ids, 4)
+		if len(ids) > 1 {
+			line += "; " + strconv.Itoa(len(ids)) + "×"
+		}
+		line += ") " + g.text
+		if g.resolved {
+			res = append(res, line+" → resolved: the same step later succeeded ("+g.by+")")
 		} else {
 			un = append(un, line+" → no evidence of resolution")
 		}

@@ -133,7 +133,8 @@ func condensedSummary(steps []TimelineEntry) string {
 // tlLine is one rendered timeline line and the entries it stands for.
 type tlLine struct {
 	text       string
-	start, end int // entries[start:end]
+	ids        []string // the ids of its last entry
+	start, end int      // entries[start:end]
 }
 
 // timelineLines renders entries, collapsing runs of identical markers into
@@ -149,9 +150,9 @@ func timelineLines(entries []TimelineEntry) []tlLine {
 		id := firstID(e.IDs)
 		if j-i > 1 {
 			last := entries[j-1]
-			out = append(out, tlLine{id + "–" + firstID(last.IDs) + " " + strings.Replace(e.Marker, "[", "["+strconv.Itoa(j-i)+"× ", 1), i, j})
+			out = append(out, tlLine{id + "–" + firstID(last.IDs) + " " + strings.Replace(e.Marker, "[", "["+strconv.Itoa(j-i)+"× ", 1), last.IDs, i, j})
 		} else {
-			out = append(out, tlLine{id + " " + e.Marker, i, j})
+			out = append(out, tlLine{id + " " + e.Marker, e.IDs, i, j})
 		}
 		i = j
 	}

@@ -23,3 +23,16 @@ func TestDebugMissed(t *testing.T) {
 		}
 	}
 }
+
+func TestDebugShow(t *testing.T) {
+	name := os.Getenv("EVAL_SHOW")
+	if name == "" {
+		t.Skip()
+	}
+	rep, err := Run(t.Context(), []string{sharedHistories + "/" + name + ".json"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Conversations[0]
+	t.Logf("span %d brief %d missed %q\n%s", c.SpanTokens, c.BriefingTokens, c.FutureMissed, c.Briefing)
+}

@@ -48,15 +48,22 @@ type Conversation struct {
 	FutureFound       int      `json:"future_found"`
 	FutureRecall      float64  `json:"future_recall"`
 	FutureMissed      []string `json:"future_missed,omitempty"`
-	SpanIdentifiers   int      `json:"span_identifiers"`
-	SpanSurvival      float64  `json:"span_survival"`
-	UserMessages      int      `json:"user_messages"`
-	UserVerbatim      int      `json:"user_verbatim"`
-	UserShortened     int      `json:"user_shortened"`
-	Fabricated        []string `json:"fabricated,omitempty"`
-	ToolPairsIntact   bool     `json:"tool_pairs_intact"`
-	TailRecall        float64  `json:"baseline_truncation_recall"`
-	MiddleRecall      float64  `json:"baseline_middle_recall"`
+	// NamedRecall is FutureRecall without the bare numbers (file sizes,
+	// line numbers, years), which recur in repeated listings.
+	NamedIdentifiers int      `json:"named_future_identifiers"`
+	NamedFound       int      `json:"named_future_found"`
+	NamedRecall      float64  `json:"named_future_recall"`
+	SpanIdentifiers  int      `json:"span_identifiers"`
+	SpanSurvival     float64  `json:"span_survival"`
+	UserMessages     int      `json:"user_messages"`
+	UserVerbatim     int      `json:"user_verbatim"`
+	UserShortened    int      `json:"user_shortened"`
+	Fabricated       []string `json:"fabricated,omitempty"`
+	ToolPairsIntact  bool     `json:"tool_pairs_intact"`
+	TailRecall       float64  `json:"baseline_truncation_recall"`
+	MiddleRecall     float64  `json:"baseline_middle_recall"`
+	// Briefing is the briefing text, for inspection (not in the JSON report).
+	Briefing string `json:"-"`
 }
 
 // Summary aggregates the conversations that were compacted.
@@ -66,6 +73,9 @@ type Summary struct {
 	MedianFutureRecall float64 `json:"median_future_recall"`
 	MeanFutureRecall   float64 `json:"mean_future_recall"`
 	PooledFutureRecall float64 `json:"pooled_future_recall"`
+	MedianNamedRecall  float64 `json:"median_named_future_recall"`
+	MeanNamedRecall    float64 `json:"mean_named_future_recall"`
+	PooledNamedRecall  float64 `json:"pooled_named_future_recall"`
 	MedianSpanSurvival float64 `json:"median_span_survival"`
 	MedianRatio        float64 `json:"median_size_ratio"`
 	MeanRatio          float64 `json:"mean_size_ratio"`
@@ -202,14 +212,23 @@ func scoreOne(ctx context.Context, h *briefd.History, opts Options, counter *com
 		}
 	}
 	text := b.Text
+	c.Briefing = text
 	found := 0
 	for _, id := range target {
-		if strings.Contains(text, id) {
+		in := strings.Contains(text, id)
+		if in {
 			found++
 		} else {
 			c.FutureMissed = append(c.FutureMissed, id)
 		}
+		if !bareNumber(id) {
+			c.NamedIdentifiers++
+			if in {
+				c.NamedFound++
+			}
+		}
 	}
+	c.NamedRecall = ratio(c.NamedFound, c.NamedIdentifiers)
 	c.FutureIdentifiers, c.FutureFound = len(target), found
 	c.FutureRecall = ratio(found, len(target))
 	surv := 0
@@ -269,6 +288,16 @@ func scoreOne(ctx context.Context, h *briefd.History, opts Options, counter *com
 	c.TailRecall = recallIn(target, tailText)
 	c.MiddleRecall = recallIn(target, midText)
 	return c, nil
+}
+
+// bareNumber reports whether id is digits and dots only.
+func bareNumber(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if (id[i] < '0' || id[i] > '9') && id[i] != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 func ratio(a, b int) float64 {
@@ -393,14 +422,17 @@ func mean(xs []float64) float64 {
 
 func summarize(cs []Conversation) Summary {
 	s := Summary{Conversations: len(cs)}
-	var rec, surv, rat, tr, mr []float64
-	found, total, intact := 0, 0, 0
+	var rec, named, surv, rat, tr, mr []float64
+	found, total, intact, nfound, ntotal := 0, 0, 0, 0, 0
 	for _, c := range cs {
 		if !c.Compacted {
 			continue
 		}
 		s.Compacted++
 		rec = append(rec, c.FutureRecall)
+		named = append(named, c.NamedRecall)
+		nfound += c.NamedFound
+		ntotal += c.NamedIdentifiers
 		surv = append(surv, c.SpanSurvival)
 		rat = append(rat, c.Ratio)
 		tr = append(tr, c.TailRecall)
@@ -416,6 +448,7 @@ func summarize(cs []Conversation) Summary {
 		}
 	}
 	s.MedianFutureRecall, s.MeanFutureRecall, s.PooledFutureRecall = median(rec), mean(rec), ratio(found, total)
+	s.MedianNamedRecall, s.MeanNamedRecall, s.PooledNamedRecall = median(named), mean(named), ratio(nfound, ntotal)
 	s.MedianSpanSurvival = median(surv)
 	s.MedianRatio, s.MeanRatio = median(rat), mean(rat)
 	s.ToolPairsIntact = ratio(intact, s.Compacted)

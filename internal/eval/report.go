@@ -31,6 +31,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	_, err := fmt.Fprintf(w, `
 Summary (freeze at %.0f%% of each conversation; %d of %d compacted)
   identifier future recall   median %.3f  mean %.3f  pooled %.3f   (target >= 0.98)
+  same, bare numbers excluded median %.3f  mean %.3f  pooled %.3f   (sizes, line numbers, years left out)
   span identifier survival   median %.3f
   size ratio briefing/span   median %.3f  mean %.3f               (target median <= 0.10)
   user messages verbatim     %d of %d (%d shortened with a marker)  (target all)
@@ -38,7 +39,7 @@ Summary (freeze at %.0f%% of each conversation; %d of %d compacted)
   tool pairs intact          %.0f%%                                  (target 100%%)
   baselines, same size: plain truncation recall median %.3f; middle truncation recall median %.3f
 `, r.At*100, s.Compacted, s.Conversations, s.MedianFutureRecall, s.MeanFutureRecall, s.PooledFutureRecall,
-		s.MedianSpanSurvival, s.MedianRatio, s.MeanRatio, s.UserVerbatim, s.UserMessages, s.UserShortened,
+		s.MedianNamedRecall, s.MeanNamedRecall, s.PooledNamedRecall, s.MedianSpanSurvival, s.MedianRatio, s.MeanRatio, s.UserVerbatim, s.UserMessages, s.UserShortened,
 		s.Fabricated, s.ToolPairsIntact*100, s.MedianTailRecall, s.MedianMiddleRecall)
 	return err
 }

@@ -524,23 +524,24 @@ func commonPrefix(a, b []pubEntry) int {
 
 // msgPrint identifies a message's content without reading its bytes: Go
 // strings are immutable, so a string with the same data pointer and length
-// as one we kept (and keep alive by holding it) has the same content.
+// as one we kept (and keep alive by holding it) has the same content. The
+// common fields are inline so the per-turn walk reads memory in sequence.
 type msgPrint struct {
-	strs  []string // every string field, in a fixed order
-	shape [4]int   // parts (-1 for a plain string), tool calls, metadata, flags
+	id, role, text, name, toolCallID string
+	shape                            [4]int   // parts (-1 for a plain string), tool calls, metadata, flags
+	extra                            []string // parts, tool calls, then sorted metadata, in order
 }
 
 func fingerprint(m *briefd.Message) msgPrint {
-	strs := []string{m.ID, string(m.Role), m.Content.Text, m.Name, m.ToolCallID}
-	flags := fingerprintFlags(m)
+	fp := msgPrint{id: m.ID, role: string(m.Role), text: m.Content.Text, name: m.Name, toolCallID: m.ToolCallID}
 	for _, pt := range m.Content.Parts {
-		strs = append(strs, pt.Type, pt.Text)
+		fp.extra = append(fp.extra, pt.Type, pt.Text)
 		if pt.ImageURL != nil {
-			strs = append(strs, pt.ImageURL.URL, pt.ImageURL.Detail)
+			fp.extra = append(fp.extra, pt.ImageURL.URL, pt.ImageURL.Detail)
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		strs = append(strs, tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments)
+		fp.extra = append(fp.extra, tc.ID, tc.Type, tc.Function.Name, tc.Function.Arguments)
 	}
 	if len(m.Metadata) > 0 {
 		keys := make([]string, 0, len(m.Metadata))
@@ -549,14 +550,15 @@ func fingerprint(m *briefd.Message) msgPrint {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			strs = append(strs, k, m.Metadata[k])
+			fp.extra = append(fp.extra, k, m.Metadata[k])
 		}
 	}
 	parts := -1
 	if m.Content.Parts != nil {
 		parts = len(m.Content.Parts)
 	}
-	return msgPrint{strs: strs, shape: [4]int{parts, len(m.ToolCalls), len(m.Metadata), flags}}
+	fp.shape = [4]int{parts, len(m.ToolCalls), len(m.Metadata), fingerprintFlags(m)}
+	return fp
 }
 
 // fingerprintFlags packs the pinned mark and which parts have an image.
@@ -587,19 +589,16 @@ func (fp *msgPrint) matches(m *briefd.Message) bool {
 	if fp.shape[0] != parts || fp.shape[1] != len(m.ToolCalls) || fp.shape[2] != len(m.Metadata) || (fp.shape[3]&1 == 1) != m.Pinned {
 		return false
 	}
-	s := fp.strs
-	if !sameString(s[0], m.ID) || !sameString(s[1], string(m.Role)) || !sameString(s[2], m.Content.Text) ||
-		!sameString(s[3], m.Name) || !sameString(s[4], m.ToolCallID) {
+	if !sameString(fp.id, m.ID) || !sameString(fp.text, m.Content.Text) || !sameString(fp.role, string(m.Role)) ||
+		!sameString(fp.name, m.Name) || !sameString(fp.toolCallID, m.ToolCallID) {
 		return false
 	}
 	if parts <= 0 && len(m.ToolCalls) == 0 && len(m.Metadata) == 0 {
 		return true
 	}
-	// Parts and tool calls in place (they are in the fingerprint in this
-	// order); only metadata needs its sorted keys.
-	j := 5
+	s, j := fp.extra, 0
 	for _, pt := range m.Content.Parts {
-		if !sameString(s[j], pt.Type) || !sameString(s[j+1], pt.Text) {
+		if j+1 >= len(s) || !sameString(s[j], pt.Type) || !sameString(s[j+1], pt.Text) {
 			return false
 		}
 		j += 2
@@ -610,7 +609,7 @@ func (fp *msgPrint) matches(m *briefd.Message) bool {
 			j += 2
 		}
 	}
-	if flags := fingerprintFlags(m); flags != fp.shape[3] {
+	if parts > 0 && fingerprintFlags(m) != fp.shape[3] {
 		return false
 	}
 	for _, tc := range m.ToolCalls {
@@ -622,8 +621,11 @@ func (fp *msgPrint) matches(m *briefd.Message) bool {
 	}
 	if len(m.Metadata) > 0 {
 		f2 := fingerprint(m)
-		for i := j; i < len(f2.strs); i++ {
-			if i >= len(s) || !sameString(f2.strs[i], s[i]) {
+		if len(f2.extra) != len(s) {
+			return false
+		}
+		for i := j; i < len(s); i++ {
+			if !sameString(f2.extra[i], s[i]) {
 				return false
 			}
 		}

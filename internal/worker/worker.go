@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -30,6 +31,10 @@ type Store interface {
 type Auditor interface {
 	Publish(ctx context.Context, ev audit.Event) error
 }
+
+// DefaultLLMConcurrency is the number of compactions in flight per process
+// when a Summarizer is configured and Queue.Concurrency is not set.
+const DefaultLLMConcurrency = 256
 
 // Config configures a Worker. Zero fields take the defaults of their
 // packages.
@@ -73,6 +78,14 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Queue.Logger == nil {
 		cfg.Queue.Logger = cfg.Logger
+	}
+	if cfg.Queue.Concurrency == 0 {
+		// Deterministic compaction is CPU-bound; LLM compaction waits on
+		// the network, so many more can be in flight.
+		cfg.Queue.Concurrency = max(queue.DefaultConcurrency, 2*runtime.GOMAXPROCS(0))
+		if cfg.Summarizer != nil {
+			cfg.Queue.Concurrency = DefaultLLMConcurrency
+		}
 	}
 	cfg.Queue = cfg.Queue.WithDefaults()
 	if err := cfg.Queue.Validate(); err != nil {
@@ -203,6 +216,12 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		return fmt.Errorf("compact: %w", err)
 	}
 	w.countAttempts(res.Attempts)
+	for _, a := range res.Attempts {
+		if a.Outcome != "accepted" {
+			log.Info("summarizer attempt", "model", a.Model, "prompt", a.Prompt, "outcome", a.Outcome,
+				"error", a.Error, "duration", a.Elapsed)
+		}
+	}
 	if !res.Compacted {
 		w.metrics.Compactions.WithLabelValues("none", "skipped").Inc()
 		log.Debug("nothing to compact", "reason", res.Reason, "tokens", res.TokensBefore)

@@ -43,7 +43,7 @@ type bundle struct {
 // engineConfig compacts the example histories (8-20k tokens): a small window.
 var engineConfig = compact.Config{ContextWindow: 8000}
 
-func setup(t *testing.T, redisStore bool) *bundle {
+func setup(t testing.TB, redisStore bool) *bundle {
 	t.Helper()
 	srv := natstest.Start(t)
 	_, js := srv.Connect(t)
@@ -87,7 +87,7 @@ func (b *bundle) startWorker(t *testing.T, mutate ...func(*worker.Config)) *work
 	return w
 }
 
-func testLogger(t *testing.T) *slog.Logger {
+func testLogger(t testing.TB) *slog.Logger {
 	if testing.Verbose() {
 		return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -106,7 +106,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-func loadExample(t *testing.T, name string) *briefd.History {
+func loadExample(t testing.TB, name string) *briefd.History {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "histories", name))
 	if err != nil {

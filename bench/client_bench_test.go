@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/client"
+	"github.com/briefd/briefd/examples"
+	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/natstest"
+	"github.com/briefd/briefd/internal/queue"
+	"github.com/briefd/briefd/internal/redistest"
+	"github.com/nats-io/nats.go"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// corpus returns the messages of the embedded example histories, in order.
+func corpus(tb testing.TB) [][]briefd.Message {
+	tb.Helper()
+	hs, err := examples.Histories()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := make([][]briefd.Message, len(hs))
+	for i, h := range hs {
+		out[i] = h.Messages
+	}
+	return out
+}
+
+// copyWithPrefix copies msgs with every message and tool call id prefixed,
+// so that repeated copies stay valid (ids unique, calls answered).
+func copyWithPrefix(msgs []briefd.Message, prefix string) []briefd.Message {
+	out := make([]briefd.Message, len(msgs))
+	for i, m := range msgs {
+		m.ID = prefix + m.ID
+		if m.ToolCallID != "" {
+			m.ToolCallID = prefix + m.ToolCallID
+		}
+		if len(m.ToolCalls) > 0 {
+			tcs := slices.Clone(m.ToolCalls)
+			for j := range tcs {
+				tcs[j].ID = prefix + tcs[j].ID
+			}
+			m.ToolCalls = tcs
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// history builds a valid history of about tokens tokens (counted with
+// o200k_base) by concatenating copies of the example histories with fresh
+// ids, truncated before an assistant message.
+func history(tb testing.TB, tokens int) []briefd.Message {
+	tb.Helper()
+	tc, err := compact.NewTokenCounter("gpt-4o", "", 4)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []briefd.Message
+	n := 0
+	for rep := 0; ; rep++ {
+		for k, h := range corpus(tb) {
+			for _, m := range copyWithPrefix(h, "r"+strconv.Itoa(rep)+"h"+strconv.Itoa(k)+"-") {
+				if n >= tokens && m.Role == briefd.RoleAssistant && len(out) > 2 {
+					return out
+				}
+				out = append(out, m)
+				n += tc.CountMessage(&out[len(out)-1])
+			}
+		}
+	}
+}
+
+// turn returns the messages of one agent turn: an assistant message with a
+// tool call and its result, about 150 tokens, with fresh ids.
+func turn(i int) []briefd.Message {
+	id := "turn" + strconv.Itoa(i)
+	return []briefd.Message{
+		{ID: id + "-a", Role: briefd.RoleAssistant, Content: briefd.Text("Let me look at the failing test output again before changing the parser."),
+			ToolCalls: []briefd.ToolCall{{ID: id + "-c", Type: "function", Function: briefd.FunctionCall{Name: "bash", Arguments: `{"command":"go test ./parser -run TestNested -v"}`}}}},
+		{ID: id + "-t", Role: briefd.RoleTool, ToolCallID: id + "-c", Content: briefd.Text("=== RUN   TestNested\n    parser_test.go:88: got 3 nodes, want 4\n--- FAIL: TestNested (0.00s)\nFAIL\nexit status 1\nFAIL\texample.com/parser\t0.012s")},
+	}
+}
+
+// report adds the p50 and p99 of lats (nanoseconds) to the benchmark.
+func report(b *testing.B, lats []time.Duration) {
+	if len(lats) == 0 {
+		return
+	}
+	slices.Sort(lats)
+	at := func(p float64) float64 {
+		i := min(len(lats)-1, max(0, int(float64(len(lats))*p+0.999999)-1))
+		return float64(lats[i].Nanoseconds())
+	}
+	b.ReportMetric(at(0.50), "p50-ns")
+	b.ReportMetric(at(0.99), "p99-ns")
+	b.ReportMetric(float64(lats[len(lats)-1].Nanoseconds()), "max-ns")
+}
+
+func newClient(b *testing.B, nc *nats.Conn, opts ...client.Option) *client.Client {
+	c, err := client.New(nc, append([]client.Option{client.WithLogger(quiet), client.WithBuffer(1 << 14)}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Close(context.Background()) })
+	return c
+}
+
+// turnsPerConversation is how many timed turns each conversation gets
+// before a fresh one starts from the base history again: enough to include
+// the publisher's periodic full manifests (queue.DefaultFullEvery = 64),
+// few enough that the history stays near its nominal size.
+const turnsPerConversation = 128
+
+// BenchmarkPublishTurn measures client.Publish on the agent's hot path:
+// one turn (an assistant message and its tool result) appended to a history
+// of about 1k, 100k and 1M tokens that was published before. Each
+// conversation's first publish (all bodies, plus a read of its last
+// snapshot number) is not timed. p50-ns and p99-ns are per-turn latencies.
+func BenchmarkPublishTurn(b *testing.B) {
+	for _, size := range []int{1_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("tokens=%d", size), func(b *testing.B) {
+			base := history(b, size)
+			srv := natstest.Start(b)
+			nc, js := srv.Connect(b)
+			if err := queue.EnsureStreams(b.Context(), js, queue.Config{}); err != nil {
+				b.Fatal(err)
+			}
+			c := newClient(b, nc)
+			ctx := b.Context()
+			var lats []time.Duration
+			var h []briefd.Message
+			conv, i := 0, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if i%turnsPerConversation == 0 {
+					b.StopTimer()
+					if err := c.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+					conv++
+					h = slices.Clip(base)
+					if err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h); err != nil {
+						b.Fatal(err)
+					}
+					if err := c.Flush(ctx); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				h = append(h, turn(i)...)
+				t0 := time.Now()
+				err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h)
+				lats = append(lats, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.StopTimer()
+			if err := c.Flush(ctx); err != nil {
+				b.Fatal(err)
+			}
+			report(b, lats)
+			b.ReportMetric(float64(len(base)), "base-msgs")
+		})
+	}
+}
+
+// BenchmarkLatestSplice measures the agent's next turn: Latest (a store
+// round trip) plus Splice of a 1000-message history, on the key-value
+// store and on Redis; and Prepare with WithWatch, which reads the watched
+// copy instead of the store.
+func BenchmarkLatestSplice(b *testing.B) {
+	h := history(b, 1<<30)[:1000]
+	for h[len(h)-1].Role == briefd.RoleAssistant && len(h[len(h)-1].ToolCalls) > 0 {
+		h = h[:len(h)-1] // end on a complete turn
+	}
+	at := 800
+	for h[at].Role == briefd.RoleTool {
+		at++
+	}
+	if err := briefd.Validate(h, briefd.Limits{}); err != nil {
+		b.Fatal(err)
+	}
+	brief := &briefd.Briefing{Tenant: client.DefaultTenant, ConversationID: "conv", BoundaryID: h[at].ID,
+		Position: int64(at), Text: briefText, Tier: briefd.TierDeterministic}
+
+	stores := []struct {
+		name  string
+		watch bool
+		make  func(b *testing.B, srv *natstest.Server) (putter, []client.Option)
+	}{
+		{"kv", false, kvStore},
+		{"redis", false, redisStore},
+		{"kv-watch", true, kvStore},
+		{"redis-watch", true, redisStore},
+	}
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			srv := natstest.Start(b)
+			nc, _ := srv.Connect(b)
+			store, opts := st.make(b, srv)
+			if _, err := store.Put(b.Context(), brief); err != nil {
+				b.Fatal(err)
+			}
+			if st.watch {
+				opts = append(opts, client.WithWatch())
+			}
+			c := newClient(b, nc, opts...)
+			ctx := b.Context()
+			// Warm up: the watch delivers the briefing.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, got, err := c.Prepare(ctx, "conv", h)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					b.Fatal("no briefing within 10s")
+				}
+				time.Sleep(time.Millisecond) // polling external state
+			}
+			var lats []time.Duration
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				var out []briefd.Message
+				var err error
+				if st.watch {
+					out, _, err = c.Prepare(ctx, "conv", h)
+				} else {
+					var lb *briefd.Briefing
+					if lb, err = c.Latest(ctx, "conv"); err == nil {
+						out, err = client.Splice(h, lb)
+					}
+				}
+				lats = append(lats, time.Since(t0))
+				if err != nil || len(out) >= len(h) {
+					b.Fatalf("splice: %v (%d messages)", err, len(out))
+				}
+			}
+			report(b, lats)
+		})
+	}
+}
+
+// putter is the store method the benchmarks use to plant a briefing.
+type putter interface {
+	Put(ctx context.Context, b *briefd.Briefing) (bool, error)
+}
+
+func kvStore(b *testing.B, srv *natstest.Server) (putter, []client.Option) {
+	_, js := srv.Connect(b)
+	s, err := cache.NewKVStore(b.Context(), js, cache.KVConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s, []client.Option{client.WithKV()}
+}
+
+func redisStore(b *testing.B, _ *natstest.Server) (putter, []client.Option) {
+	rdb := redistest.Start(b).Client(b)
+	return cache.NewRedisStore(rdb, cache.RedisConfig{}), []client.Option{client.WithRedis(rdb)}
+}
+
+// briefText is a briefing of a realistic size (about 6 KB).
+var briefText = func() string {
+	s := "## User messages (verbatim, oldest first)\n[m0004] Fix the nested parser bug.\n## Identifiers\n"
+	for i := range 120 {
+		s += fmt.Sprintf("m%04d: parser/nested_%d.go, TestNested%d, 0x%x\n", i, i, i, i*7919)
+	}
+	return s
+}()

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/natstest"
+	"github.com/briefd/briefd/internal/queue"
+)
+
+// run calls Main and returns its status and outputs.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(t.Context(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; skipped with -short")
+	}
+	code, out, errOut := run(t, "demo", "--ephemeral")
+	if code != 0 {
+		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"tokens before", "openhands-2-", "swe-agent-8-", "tau-bench-2-", briefd.OpenTag, briefd.CloseTag} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "(none)") {
+		t.Errorf("a conversation got no briefing:\n%s", out)
+	}
+}
+
+func TestDemoFailsWithoutBriefing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; skipped with -short")
+	}
+	// A window so large that nothing compacts: a clear error, not success.
+	code, out, errOut := run(t, "demo", "--ephemeral", "--context-window", "1000000")
+	if code != 1 || !strings.Contains(errOut, "no briefing") {
+		t.Fatalf("demo exited %d, want 1 with 'no briefing'\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
+
+func TestLoadEmbedded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end to end; skipped with -short")
+	}
+	code, out, errOut := run(t, "load", "--embedded", "--agents", "3", "--workers", "1",
+		"--turns-per-second", "0", "--dir", "../../examples/histories", "--drain", "60s")
+	if code != 0 {
+		t.Fatalf("load exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"snapshots published  87 of 87", "publish latency", "briefings produced", "publish→briefing"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("load summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "briefings produced   0") {
+		t.Errorf("no briefing produced:\n%s", out)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"no command", nil, 2},
+		{"unknown command", []string{"frobnicate"}, 2},
+		{"help", []string{"help"}, 0},
+		{"flag help", []string{"publish", "-h"}, 0},
+		{"publish without file", []string{"publish", "--nats-url", "nats://127.0.0.1:1"}, 2},
+		{"latest without conversation", []string{"latest"}, 2},
+		{"bad flag", []string{"load", "--agents", "x"}, 2},
+		{"no server", []string{"latest", "--conversation", "c", "--nats-url", "nats://127.0.0.1:1"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if code, out, errOut := run(t, tt.args...); code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errOut)
+			}
+		})
+	}
+}
+
+func TestEnvFlags(t *testing.T) {
+	t.Setenv("BRIEFD_NATS_URL", "nats://127.0.0.1:1")
+	code, _, errOut := run(t, "latest", "--conversation", "c")
+	if code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("BRIEFD_NATS_URL not used: exit %d, stderr %s", code, errOut)
+	}
+}
+
+// TestPublishLatestSplice publishes a file turn by turn against a test
+// server, stores a briefing as a worker would, and reads it back with
+// latest and splice.
+func TestPublishLatestSplice(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	if err := queue.EnsureStreams(t.Context(), js, queue.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join("..", "..", "examples", "histories", "tau-bench-2.json")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := briefd.ParseHistory(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := srv.URL()
+
+	code, out, errOut := run(t, "publish", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", file)
+	if code != 0 {
+		t.Fatalf("publish exited %d: %s", code, errOut)
+	}
+	nsteps := len(steps(h.Messages))
+	if !strings.Contains(out, "published "+strconv.Itoa(nsteps)+" snapshots of c1") {
+		t.Errorf("publish output:\n%s", out)
+	}
+	s, err := js.Stream(t.Context(), queue.Config{}.Streams().Snapshots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(info.State.Msgs) != nsteps {
+		t.Errorf("%d snapshots stored, want %d", info.State.Msgs, nsteps)
+	}
+
+	code, _, errOut = run(t, "latest", "--nats-url", url, "--tenant", "t1", "--conversation", "c1")
+	if code != 1 || !strings.Contains(errOut, "no briefing") {
+		t.Errorf("latest before any briefing: exit %d, stderr %s", code, errOut)
+	}
+
+	store, err := cache.NewKVStore(t.Context(), js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &briefd.Briefing{Tenant: "t1", ConversationID: "c1", BoundaryID: h.Messages[20].ID, Position: 20,
+		Text: "the user wants a refund", Tier: briefd.TierDeterministic, TokensBefore: 9000, TokensAfter: 3000}
+	if _, err := store.Put(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, errOut = run(t, "latest", "--nats-url", url, "--tenant", "t1", "--conversation", "c1")
+	if code != 0 || !strings.Contains(out, "the user wants a refund") || !strings.Contains(out, "tokens 9000 -> 3000") {
+		t.Errorf("latest: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, _ = run(t, "latest", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--format", "json")
+	var got briefd.Briefing
+	if code != 0 || json.Unmarshal([]byte(out), &got) != nil || got.BoundaryID != b.BoundaryID {
+		t.Errorf("latest --format json: exit %d, %s", code, out)
+	}
+
+	code, out, errOut = run(t, "splice", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", file)
+	if code != 0 {
+		t.Fatalf("splice exited %d: %s", code, errOut)
+	}
+	sh, err := briefd.ParseHistory([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := briefd.Validate(sh.Messages, briefd.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sh.Messages) >= len(h.Messages) || !sh.Messages[2].IsBriefing() {
+		t.Errorf("spliced history: %d messages (from %d), third %q", len(sh.Messages), len(h.Messages), sh.Messages[2].ID)
+	}
+}
+
+func TestSteps(t *testing.T) {
+	msgs := []briefd.Message{
+		{ID: "s", Role: briefd.RoleSystem}, {ID: "u", Role: briefd.RoleUser},
+		{ID: "a1", Role: briefd.RoleAssistant}, {ID: "t1", Role: briefd.RoleTool},
+		{ID: "a2", Role: briefd.RoleAssistant}, {ID: "u2", Role: briefd.RoleUser},
+		{ID: "a3", Role: briefd.RoleAssistant},
+	}
+	got := steps(msgs)
+	want := []int{2, 4, 6, 7}
+	if len(got) != len(want) {
+		t.Fatalf("steps = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("steps = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestConvID(t *testing.T) {
+	for in, want := range map[string]string{"tau-bench-2": "tau-bench-2", "a.b c": "a-b-c", "": "conversation"} {
+		if got := convID(in); got != want {
+			t.Errorf("convID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
