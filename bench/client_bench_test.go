@@ -60,23 +60,39 @@ func copyWithPrefix(msgs []briefd.Message, prefix string) []briefd.Message {
 
 // history builds a valid history of about tokens tokens (counted with
 // o200k_base) by concatenating copies of the example histories with fresh
-// ids, truncated before an assistant message.
+// ids, cut before an assistant message.
 func history(tb testing.TB, tokens int) []briefd.Message {
 	tb.Helper()
 	tc, err := compact.NewTokenCounter("gpt-4o", "", 4)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []briefd.Message
 	n := 0
+	return build(tb, func(m *briefd.Message, _ int) bool {
+		n += tc.CountMessage(m)
+		return n >= tokens
+	})
+}
+
+// historyOf builds a valid history of about msgs messages the same way.
+func historyOf(tb testing.TB, msgs int) []briefd.Message {
+	return build(tb, func(_ *briefd.Message, have int) bool { return have >= msgs })
+}
+
+// build appends copies of the example messages until full reports true,
+// then stops before the next assistant message, so every call is answered.
+func build(tb testing.TB, full func(m *briefd.Message, have int) bool) []briefd.Message {
+	tb.Helper()
+	var out []briefd.Message
+	done := false
 	for rep := 0; ; rep++ {
 		for k, h := range corpus(tb) {
 			for _, m := range copyWithPrefix(h, "r"+strconv.Itoa(rep)+"h"+strconv.Itoa(k)+"-") {
-				if n >= tokens && m.Role == briefd.RoleAssistant && len(out) > 2 {
+				if done && m.Role == briefd.RoleAssistant {
 					return out
 				}
 				out = append(out, m)
-				n += tc.CountMessage(&out[len(out)-1])
+				done = done || full(&out[len(out)-1], len(out))
 			}
 		}
 	}
@@ -183,10 +199,7 @@ func BenchmarkPublishTurn(b *testing.B) {
 // store and on Redis; and Prepare with WithWatch, which reads the watched
 // copy instead of the store.
 func BenchmarkLatestSplice(b *testing.B) {
-	h := history(b, 1<<30)[:1000]
-	for h[len(h)-1].Role == briefd.RoleAssistant && len(h[len(h)-1].ToolCalls) > 0 {
-		h = h[:len(h)-1] // end on a complete turn
-	}
+	h := historyOf(b, 1000)
 	at := 800
 	for h[at].Role == briefd.RoleTool {
 		at++

@@ -95,7 +95,8 @@ func WithTenant(tenant string) Option { return func(o *options) { o.tenant = ten
 func WithRedis(rdb redis.UniversalClient) Option { return func(o *options) { o.rdb = rdb } }
 
 // WithKV reads briefings from the JetStream key-value bucket of the
-// embedded mode (the default when WithRedis is not given). New creates the
+// embedded mode (the default when WithRedis is not given; of WithRedis and
+// WithKV, the last given wins). New creates the
 // bucket with its default configuration if it does not exist yet.
 func WithKV() Option { return func(o *options) { o.rdb = nil } }
 
@@ -231,7 +232,7 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		c.store = cache.NewRedisStore(o.rdb, cache.RedisConfig{Prefix: o.prefix})
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultSetupTimeout)
-		kv, err := cache.NewKVStore(ctx, js, cache.KVConfig{Bucket: o.kvBucket})
+		kv, err := cache.OpenKVStore(ctx, js, cache.KVConfig{Bucket: o.kvBucket})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("client: %w", err)
@@ -249,10 +250,12 @@ func (c *Client) Tenant() string { return c.tenant }
 // Publish hands a snapshot of conversation conv (the whole history as the
 // agent holds it, spliced briefings included) to the publisher and returns
 // without waiting for the server: only messages not sent before for conv
-// are marshalled and sent. The agent may keep appending to history's
-// backing array, but must not modify messages already published in place
-// (copy them instead); a changed message is detected and re-sent only if
-// its strings are replaced.
+// are marshalled and sent. Publish keeps no reference to history's slice:
+// the agent may append to it, edit, drop or reorder messages as soon as
+// Publish returns (a snapshot names its ordered list of message ids, so the
+// next snapshot describes the change; an edited message is re-sent). The
+// first Publish of a conversation in a process makes one round trip, bounded
+// by ctx, to continue the conversation's snapshot numbering.
 //
 // Publish checks only what is cheap: conv is a valid id and history is not
 // empty; the workers validate the conversation and reject a bad one to the

@@ -254,3 +254,30 @@ func TestKVStoreRestart(t *testing.T) {
 		t.Fatalf("Latest after restart = %v, %v", b, err)
 	}
 }
+
+// TestOpenKVStoreKeepsSettings: an agent opening the bucket never resets
+// the TTL the workers configured, and creates the bucket when it is missing.
+func TestOpenKVStoreKeepsSettings(t *testing.T) {
+	js := newKV(t)
+	ctx := t.Context()
+	if _, err := cache.NewKVStore(ctx, js, cache.KVConfig{Bucket: "set", TTL: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.OpenKVStore(ctx, js, cache.KVConfig{Bucket: "set"}); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "set")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != time.Hour {
+		t.Fatalf("TTL after OpenKVStore = %v, want 1h", st.TTL())
+	}
+	if _, err := cache.OpenKVStore(ctx, js, cache.KVConfig{Bucket: "fresh"}); err != nil {
+		t.Fatalf("OpenKVStore on a missing bucket: %v", err)
+	}
+}

@@ -65,6 +65,22 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVS
 	return &KVStore{kv: kv}, nil
 }
 
+// OpenKVStore returns the store on an existing bucket, creating it with
+// cfg only when it does not exist yet. Agents use it: unlike NewKVStore it
+// never changes the TTL or replicas that the workers' configuration set.
+func OpenKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVStore, error) {
+	cfg = cfg.WithDefaults()
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	switch {
+	case err == nil:
+		return &KVStore{kv: kv}, nil
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return NewKVStore(ctx, js, cfg)
+	default:
+		return nil, fmt.Errorf("cache: open key-value bucket %s: %w", cfg.Bucket, err)
+	}
+}
+
 // kvToken encodes an id as one valid key token: base64url without padding,
 // or "_" for the empty string, which no encoding of a non-empty id produces.
 func kvToken(s string) string {

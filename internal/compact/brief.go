@@ -58,8 +58,11 @@ type Draft struct {
 // message verbatim, the evidence ledger (files, commands with exit status,
 // errors and their resolution, identifiers, each with message ids), a
 // timeline of one-line tool markers, and the current state and next step.
-// The text never exceeds BudgetTokens; every identifier it quotes occurs
-// in the span (or the earlier briefing). Same input, same bytes.
+// The wrapped text (briefd.WrapBriefing) never exceeds Draft.BudgetTokens,
+// which is in.BudgetTokens unless the user messages need more (see
+// BriefInput.BudgetTokens); every identifier it quotes occurs in the span
+// (or the earlier briefing). Same input, same bytes, with or without a
+// warm cache.
 func Brief(in BriefInput) (*Draft, error) {
 	if in.CountTokens == nil {
 		return nil, errors.New("brief: no token counter")
@@ -135,7 +138,11 @@ func taskLine(span []briefd.Message, cache *ExtractCache) string {
 		m := &span[i]
 		if m.Role == briefd.RoleAssistant && !m.IsBriefing() {
 			if t := strings.TrimSpace(cache.get(m).text); t != "" {
-				return s + " Approach first stated (" + m.ID + "): \"" + firstSentence(t, 220) + "\""
+				first := firstSentence(t, 220)
+				if len(strings.Fields(first)) < 8 {
+					return s // "I can help you with that." says nothing
+				}
+				return s + " Approach first stated (" + m.ID + "): \"" + first + "\""
 			}
 		}
 	}

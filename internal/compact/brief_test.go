@@ -96,11 +96,19 @@ func checkDraft(t *testing.T, span []briefd.Message, budget int, count func(stri
 		t.Fatalf("budget shrank: %d < %d", d.BudgetTokens, budget)
 	}
 	if d.BudgetTokens > budget {
-		// Grown: only for the mandatory parts, so nothing optional is shown.
-		for _, sec := range []string{"## Identifiers", "## Files", "## Errors", "## What was done"} {
-			if strings.Contains(d.Text, sec) {
-				t.Fatalf("budget grown from %d to %d, yet the optional %s is shown", budget, d.BudgetTokens, sec)
+		// Grown: only to carry the header, the user messages and the state,
+		// plus min(budget/2, EvidenceFloorTokens) of evidence. (The slack
+		// covers estimates and a state line shortened after the fact.)
+		parts := strings.Split(d.Text, "\n\n## ")
+		keep := []string{parts[0]}
+		for _, p := range parts[1:] {
+			if strings.HasPrefix(p, "User messages") || strings.HasPrefix(p, "Current state") {
+				keep = append(keep, p)
 			}
+		}
+		need := count(briefd.WrapBriefing(strings.Join(keep, "\n\n## ")))
+		if limit := need + min(budget/2, EvidenceFloorTokens) + 80; d.BudgetTokens > limit {
+			t.Fatalf("budget grown from %d to %d, more than the mandatory parts' %d tokens and the evidence floor", budget, d.BudgetTokens, need)
 		}
 	}
 	for i := range span {

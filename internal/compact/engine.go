@@ -201,7 +201,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		sum, attempts, err := e.summarize(ctx, SummaryInput{
 			ConversationID: req.ConversationID, Tenant: req.Tenant,
 			Span: span, Previous: prev, Draft: ledger,
-			BudgetTokens: budget, CountTokens: e.counter.Count,
+			BudgetTokens: max(budget, draft.BudgetTokens, ledger.BudgetTokens), CountTokens: e.counter.Count,
 		})
 		res.Attempts = attempts
 		switch {

@@ -252,7 +252,7 @@ func compactArgs(a map[string]any, raw string) string {
 		b.WriteByte('=')
 		b.WriteString(leafString(a[k]))
 	}
-	return oneLine(b.String(), 200)
+	return oneLine(b.String(), 120)
 }
 
 func leafString(v any) string {

@@ -226,7 +226,13 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 			used += c
 		}
 	}
-	take(p.errs, &sel.errs, room*10/100)
+	// The newest unresolved error is worth its line whatever the share:
+	// the state line points to it.
+	errShare := room * 10 / 100
+	if len(p.errs) > 0 {
+		errShare = max(errShare, secHdr+r.cost(p.errs[0]))
+	}
+	take(p.errs, &sel.errs, errShare)
 	take(p.files, &sel.files, room*15/100)
 	takeTL(room * 20 / 100)
 

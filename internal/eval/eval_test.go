@@ -2,6 +2,8 @@ package eval
 
 import (
 	"os"
+
+	"github.com/briefd/briefd"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,27 @@ func TestRunShared(t *testing.T) {
 }
 
 func TestFreezeAt(t *testing.T) {
-	// covered through Run; freezeAt never stops on a tool result
+	msgs := []briefd.Message{
+		{ID: "s", Role: briefd.RoleSystem}, {ID: "u", Role: briefd.RoleUser},
+		{ID: "a", Role: briefd.RoleAssistant, ToolCalls: []briefd.ToolCall{{ID: "c1"}, {ID: "c2"}}},
+		{ID: "t1", Role: briefd.RoleTool, ToolCallID: "c1"}, {ID: "t2", Role: briefd.RoleTool, ToolCallID: "c2"},
+		{ID: "a2", Role: briefd.RoleAssistant},
+	}
+	tests := []struct {
+		at   float64
+		want int
+	}{{0.5, 5}, {0.6, 5}, {0.7, 5}, {0.34, 2}, {0.9, 5}, {0.99, 6}}
+	for _, tt := range tests {
+		if got := freezeAt(msgs, tt.at); got != tt.want {
+			t.Errorf("freezeAt(%v) = %d, want %d", tt.at, got, tt.want)
+		}
+	}
+}
+
+func TestBareNumber(t *testing.T) {
+	for id, want := range map[string]bool{"12288": true, "0.004": true, "2024-05-19": false, "HAT174": false, "v1.2": false} {
+		if got := bareNumber(id); got != want {
+			t.Errorf("bareNumber(%q) = %v", id, got)
+		}
+	}
 }

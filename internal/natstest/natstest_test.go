@@ -2,6 +2,7 @@ package natstest_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/briefd/briefd/internal/natstest"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,9 +23,18 @@ func TestRestartKeepsStreams(t *testing.T) {
 	if s.URL() != url {
 		t.Fatalf("URL changed across restart: %s -> %s", url, s.URL())
 	}
-	st, err := js.Stream(ctx, "T")
-	if err != nil {
-		t.Fatal(err)
+	// The client reconnects and JetStream recovers the stream in the
+	// background: poll with a deadline rather than assume it is instant.
+	var st jetstream.Stream
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if st, err = js.Stream(ctx, "T"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream not back after restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if n := st.CachedInfo().State.Msgs; n != 1 {
 		t.Fatalf("messages after restart = %d, want 1", n)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,7 +41,7 @@ type Publisher struct {
 func NewPublisher(js jetstream.JetStream, cfg Config) *Publisher {
 	cfg = cfg.WithDefaults()
 	// Fastest level: bodies are small and the agent's turn is the hot path.
-	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1), zstd.WithLowerEncoderMem(true))
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithLowerEncoderMem(true))
 	return &Publisher{js: js, cfg: cfg, subj: cfg.subjects(), enc: enc, convs: newLRU[string, *convState](cfg.Conversations, nil)}
 }
 
