@@ -154,7 +154,8 @@ func taskLine(span []briefd.Message, cache *ExtractCache) string {
 // text and the budget it fitted.
 func (r *renderer) render(l *Ledger, head, prevText, prevID string, budget int) (string, int) {
 	m := r.mandatoryParts(l, head)
-	const margin = 2
+	// A few tokens stay free for the chat message framing around the text.
+	const margin = 6
 	// Every user message is carried: when they crowd the budget, it grows
 	// so that the evidence keeps min(half the budget, EvidenceFloorTokens).
 	budget = max(budget, m.cost()+margin+min(budget/2, EvidenceFloorTokens))
@@ -169,16 +170,29 @@ func (r *renderer) render(l *Ledger, head, prevText, prevID string, budget int) 
 		p.prev = strings.Split(prevText, "\n")
 		p.prevH = "## Earlier briefing (" + prevID + "), folded in"
 	}
+	// Fill by estimates, count exactly, then correct: shrink by the excess
+	// when over, grow into the slack once when well under (the estimates of
+	// identifiers are conservative).
 	room := budget - m.cost() - margin
+	best, grew := "", false
 	for range 8 {
 		sel := r.fill(l, p, &m, room)
 		text := r.compose(l, p, &m, sel)
 		n := r.exact(text)
-		if n <= budget {
+		switch {
+		case n <= budget && (grew || budget-n < 24):
 			return text, budget
+		case n <= budget:
+			best, grew = text, true
+			room += budget - n - 4
+		case best != "":
+			return best, budget
+		default:
+			room -= n - budget + 4
 		}
-		// The estimate was short (joins, escaping): shrink by the excess.
-		room -= n - budget + 4
+	}
+	if best != "" {
+		return best, budget
 	}
 	// Unreachable in practice: the mandatory parts only.
 	text := r.compose(l, p, &m, selection{prevFrom: len(p.prev), tlFrom: len(p.tl)})

@@ -128,6 +128,11 @@ type Result struct {
 	Attempts []Attempt
 	// TokensBefore counts the input history.
 	TokensBefore int
+	// BudgetTokens is the briefing budget that applied: the configured
+	// one (a share of the span, clamped), or more when the span's user
+	// messages alone need more, since they are always carried (up to the
+	// user-message cap). The briefing text never exceeds it.
+	BudgetTokens int
 }
 
 // Compact runs the pipeline on one history: validate, count, trigger,
@@ -171,6 +176,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compact: conversation %q: deterministic briefing: %w", req.ConversationID, err)
 	}
+	res.BudgetTokens = max(budget, draft.BudgetTokens)
 
 	b := &briefd.Briefing{
 		ConversationID: req.ConversationID,

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"maps"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,8 +138,8 @@ func TestCompactBriefing(t *testing.T) {
 	if b.TokensBefore != res.TokensBefore || b.TokensAfter >= b.TokensBefore {
 		t.Fatalf("tokens %d -> %d", b.TokensBefore, b.TokensAfter)
 	}
-	if max := e.cfg.briefingBudget(b.SpanTokens); e.CountTokens(b.Text) > max {
-		t.Fatalf("briefing %d tokens, budget %d", e.CountTokens(b.Text), max)
+	if limit := max(e.cfg.briefingBudget(b.SpanTokens), res.BudgetTokens); e.CountTokens(b.Text) > limit {
+		t.Fatalf("briefing %d tokens, budget %d", e.CountTokens(b.Text), limit)
 	}
 	checkResult(t, e, Request{Messages: msgs}, res)
 }
@@ -161,15 +162,28 @@ func TestCompactChained(t *testing.T) {
 		if b.CompactedIDs[0] != "briefing:"+first.Briefing.BoundaryID {
 			t.Fatalf("the earlier briefing is not folded: %v", b.CompactedIDs[:3])
 		}
+		// Without the stored briefing, the spliced message's metadata
+		// still carries its position.
 		raw := int64(len(b.CompactedIDs) - 1)
 		want := first.Briefing.Position + raw
-		if prev == nil {
-			want = raw + 1
-		}
 		if b.Position != want || b.Depth != 1 {
 			t.Fatalf("previous %v: position %d depth %d, want %d and 1", prev != nil, b.Position, b.Depth, want)
 		}
 		checkResult(t, e, Request{Messages: grown}, second)
+	}
+	// With neither the stored briefing nor the position in metadata, the
+	// earlier briefing counts as one message.
+	stripped := slices.Clone(grown)
+	for i := range stripped {
+		if stripped[i].IsBriefing() {
+			md := maps.Clone(stripped[i].Metadata)
+			delete(md, briefd.MetaPosition)
+			stripped[i].Metadata = md
+		}
+	}
+	res0, err := e.Compact(t.Context(), Request{ConversationID: "c1", Messages: stripped})
+	if err != nil || !res0.Compacted || res0.Briefing.Position != int64(len(res0.Briefing.CompactedIDs)) {
+		t.Fatalf("without metadata: %v %+v", err, res0.Briefing)
 	}
 	// A previous briefing for another boundary is ignored.
 	other := *first.Briefing
@@ -444,8 +458,13 @@ func checkResult(t testing.TB, e *Engine, req Request, res *Result) {
 	if got := e.counter.CountMessage(&bm); got != b.BriefingTokens {
 		fail("briefing tokens %d, recounted %d", b.BriefingTokens, got)
 	}
-	if budget := e.cfg.briefingBudget(b.SpanTokens); b.Tier == briefd.TierDeterministic && e.CountTokens(b.Text) > budget {
-		fail("briefing of %d tokens over its budget %d", e.CountTokens(b.Text), budget)
+	// The budget grows past the configured one only to carry user messages.
+	budget := e.cfg.briefingBudget(b.SpanTokens)
+	if res.BudgetTokens > budget && !slices.ContainsFunc(msgs[:cut], func(m briefd.Message) bool { return m.Role == briefd.RoleUser }) {
+		fail("budget raised to %d (configured %d) with no user message to carry", res.BudgetTokens, budget)
+	}
+	if limit := max(budget, res.BudgetTokens); b.Tier == briefd.TierDeterministic && e.CountTokens(b.Text) > limit {
+		fail("briefing of %d tokens over its budget %d", e.CountTokens(b.Text), limit)
 	}
 	// The newest user message is kept, unless pinned or noted.
 	if u := newestUserMessage(msgs); u >= 0 && u < cut && !pinned[u] && !strings.Contains(res.Reason, "newest user message "+msgs[u].ID) {

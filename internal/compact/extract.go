@@ -460,25 +460,31 @@ func findError(body string) string {
 	if !mayHaveError(probe) {
 		return ""
 	}
-	locs := errLine.FindAllStringIndex(probe, 40)
-	if len(locs) == 0 {
-		return ""
-	}
-	pick := ""
-	for _, l := range locs {
-		line := strings.TrimSpace(probe[l[0]:l[1]])
-		if strings.HasPrefix(line, "Traceback") {
+	// Line by line, the regexp only on lines with a hint: matching the
+	// whole probe at once was the slowest part of reading a message.
+	pick, traceback, n := "", false, 0
+	for rest := probe; rest != "" && n < 40; {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		if !mayHaveError(line) || !errLine.MatchString(line) {
+			continue
+		}
+		n++
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "Traceback"):
+			traceback = true
 			if pick == "" {
 				pick = line
 			}
-			continue
-		}
-		if strings.Contains(probe[:l[0]], "Traceback (most recent call last)") {
+		case traceback:
 			// In a traceback the exception line (the last one) says it all.
 			pick = line
-			continue
-		}
-		if pick == "" || strings.HasPrefix(pick, "Traceback") {
+		case pick == "" || strings.HasPrefix(pick, "Traceback"):
 			pick = line
 		}
 	}

@@ -37,6 +37,14 @@ func TestRunShared(t *testing.T) {
 			}
 		}
 	}
+	// Regression guards at the figures measured on the shared data (see
+	// docs/briefings.md): the size target, and recall not falling back.
+	if s.MedianRatio > 0.10 {
+		t.Errorf("median size ratio %.3f > 0.10", s.MedianRatio)
+	}
+	if s.MeanFutureRecall < 0.88 || s.PooledNamedRecall < 0.92 {
+		t.Errorf("future recall fell: mean %.3f, pooled without bare numbers %.3f", s.MeanFutureRecall, s.PooledNamedRecall)
+	}
 	if s.ToolPairsIntact != 1 {
 		t.Errorf("tool pairs intact %.3f", s.ToolPairsIntact)
 	}

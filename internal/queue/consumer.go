@@ -127,13 +127,23 @@ func (c *Consumer) Start(ctx context.Context) error {
 	if c.cfg.PullMaxBytes > 0 {
 		opt = jetstream.PullMaxBytes(c.cfg.PullMaxBytes)
 	}
-	if c.iter, err = c.cons.Messages(opt); err != nil {
+	// Short pull expiry and heartbeats: after a server restart or a lost
+	// pull request, the iterator notices within seconds and pulls again,
+	// instead of after the library's 30 s default.
+	if c.iter, err = c.cons.Messages(opt, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat)); err != nil {
 		return fmt.Errorf("queue: pull from %s: %w", c.cfg.Consumer, err)
 	}
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	go c.fetch()
 	return nil
 }
+
+// Pull request lifetime and the heartbeat the server sends while one is
+// open (the heartbeat must be under half the expiry).
+const (
+	pullExpiry    = 5 * time.Second
+	pullHeartbeat = 2 * time.Second
+)
 
 // fetch takes a worker slot before each Next, so no message waits in our
 // hands for a slot: the pull callback never blocks on work.

@@ -343,7 +343,7 @@ func (r *recorder) count(o queue.Outcome) int {
 // waitFor polls cond after each settle, failing after 10s.
 func (r *recorder) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second)
 	for !cond() {
 		select {
 		case <-r.signal:

@@ -75,7 +75,11 @@ func TestLLMThroughService(t *testing.T) {
 			srv := openaitest.NewServer(t, tt.script...)
 			srv.SetDefault(openaitest.Status(http.StatusInternalServerError, "still failing"))
 			b := setup(t, false)
-			b.startWorker(t, func(c *worker.Config) { c.Summarizer = newCascade(t, srv, "cheap", "strong") })
+			b.startWorker(t, func(c *worker.Config) {
+				c.Summarizer = newCascade(t, srv, "cheap", "strong")
+				// Room for a narrative beside the evidence ledger in a small span.
+				c.Engine.MinBriefingTokens = 1500
+			})
 			h := loadExample(t, "tau-bench-2.json")
 			if _, err := b.pub.Publish(t.Context(), "acme", "llm", h.Messages); err != nil {
 				t.Fatal(err)
