@@ -87,13 +87,9 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *conv == "" {
 		return usageErrorf("--conversation is required")
 	}
-	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	logger, summarizer, err := f.logging(stderr, llm)
 	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	summarizer, err := llm(logger)
-	if err != nil {
-		return fmt.Errorf("llm cascade: %w", err)
+		return err
 	}
 	nc, err := connectNATS(&f, logger)
 	if err != nil {

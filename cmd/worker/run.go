@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,7 +38,7 @@ type serviceFlags struct {
 	redisURL, redisCA                                     string
 	store                                                 string
 	embedded                                              bool
-	dataDir                                               string
+	dataDir, embeddedAddr                                 string
 	httpAddr                                              string
 	shutdownTimeout                                       time.Duration
 	logLevel, logFormat                                   string
@@ -58,6 +59,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.store, "store", "auto", "briefing store: redis, kv, or auto (redis when --redis-url is set)")
 	fs.BoolVar(&f.embedded, "embedded", false, "run an embedded single-node NATS server with JetStream (data in --data-dir) instead of connecting to --nats-url")
 	fs.StringVar(&f.dataDir, "data-dir", ".briefd-data", "JetStream storage folder of the embedded server")
+	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:4222", "client address of the embedded server (port 0: any free port)")
 	fs.StringVar(&f.httpAddr, "http-addr", ":9090", "address of /healthz, /readyz and /metrics; empty disables")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long compactions in flight may finish before they are cancelled and handed back to the queue")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -88,21 +90,22 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
-	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	logger, summarizer, err := f.logging(stderr, llm)
 	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	summarizer, err := llm(logger)
-	if err != nil {
-		return fmt.Errorf("llm cascade: %w", err)
+		return err
 	}
 
 	var nc *nats.Conn
 	if f.embedded {
-		srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Logger: logger})
+		host, port, err := splitHostPort(f.embeddedAddr)
+		if err != nil {
+			return usageErrorf("--embedded-addr: %v", err)
+		}
+		srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Host: host, Port: port, Logger: logger.With("component", "nats-server")})
 		if err != nil {
 			return err
 		}
+		logger.Info("embedded NATS server", "url", srv.ClientURL(), "store", f.dataDir)
 		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
 		nc, err = nats.Connect(srv.ClientURL(), nats.Name("briefd-worker"))
 		if err != nil {
@@ -265,6 +268,20 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (br
 	}
 }
 
+// logging builds the logger the flags ask for and, with it, the LLM
+// cascade (nil when no model is configured).
+func (f *serviceFlags) logging(stderr io.Writer, llm func(*slog.Logger) (compact.Summarizer, error)) (*slog.Logger, compact.Summarizer, error) {
+	logger, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return nil, nil, usageErrorf("%v", err)
+	}
+	summarizer, err := llm(logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("llm cascade: %w", err)
+	}
+	return logger, summarizer, nil
+}
+
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -279,6 +296,23 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 	}
+}
+
+// splitHostPort parses host:port for the embedded server; port 0 becomes
+// -1, the server's "any free port".
+func splitHostPort(addr string) (string, int, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 {
+		return "", 0, fmt.Errorf("bad port %q", p)
+	}
+	if port == 0 {
+		port = -1
+	}
+	return host, port, nil
 }
 
 // redactURLs hides passwords in a comma-separated URL list for messages.

@@ -183,36 +183,48 @@ var commonDirs = map[string]bool{
 	"templates": true, "config": true, "assets": true, "public": true,
 }
 
+// charCounts counts the classes of ASCII bytes of a token; the identifier
+// scanner and the ranking both decide by them.
+type charCounts struct {
+	letters, digits, upper, under, dots, slashes, dashes, ats, other int
+}
+
+func countChars(t string) charCounts {
+	var n charCounts
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			n.letters++
+		case c >= 'A' && c <= 'Z':
+			n.letters++
+			n.upper++
+		case c >= '0' && c <= '9':
+			n.digits++
+		case c == '_':
+			n.under++
+		case c == '.':
+			n.dots++
+		case c == '/':
+			n.slashes++
+		case c == '-':
+			n.dashes++
+		case c == '@':
+			n.ats++
+		default:
+			n.other++
+		}
+	}
+	return n
+}
+
 // isIdentifier classifies one trimmed token.
 func isIdentifier(t string) bool {
 	if len(t) < 3 || len(t) > 256 {
 		return false
 	}
-	var letters, digits, upper, under, dots, slashes, dashes, ats, other int
-	for i := 0; i < len(t); i++ {
-		c := t[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-			letters++
-		case c >= 'A' && c <= 'Z':
-			letters++
-			upper++
-		case c >= '0' && c <= '9':
-			digits++
-		case c == '_':
-			under++
-		case c == '.':
-			dots++
-		case c == '/':
-			slashes++
-		case c == '-':
-			dashes++
-		case c == '@':
-			ats++
-		default:
-			other++
-		}
-	}
+	n := countChars(t)
+	letters, digits, dots, slashes, dashes, ats, other := n.letters, n.digits, n.dots, n.slashes, n.dashes, n.ats, n.other
 	if ats == 1 {
 		return isEmail(t)
 	}

@@ -227,27 +227,8 @@ func (b *ledgerBuilder) scoreIdents() {
 
 // identWeight weighs an identifier by its shape.
 func identWeight(v string) float64 {
-	var letters, digits, under, dash, slash, dot, upper int
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c >= 'a' && c <= 'z':
-			letters++
-		case c >= 'A' && c <= 'Z':
-			letters++
-			upper++
-		case c >= '0' && c <= '9':
-			digits++
-		case c == '_':
-			under++
-		case c == '-':
-			dash++
-		case c == '/':
-			slash++
-		case c == '.':
-			dot++
-		}
-	}
+	n := countChars(v)
+	letters, digits, under, dash, slash, dot, upper := n.letters, n.digits, n.under, n.dashes, n.slashes, n.dots, n.upper
 	switch {
 	case strings.Contains(v, "://") || strings.Contains(v, "@"):
 		return 1.3
