@@ -10,9 +10,10 @@ import (
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "conversation\tmsgs\tfrozen\tspan msgs\tspan tok\tbrief tok\tratio\tfuture ids\trecall\tsurvival\tusers\tfabricated\tpairs\ttrunc recall\tmiddle recall\t")
+	var skipped []Conversation
 	for _, c := range r.Conversations {
 		if !c.Compacted {
-			fmt.Fprintf(tw, "%s\t%d\t%d\tnot compacted: %s\t\t\t\t\t\t\t\t\t\t\t\t\n", c.ID, c.Messages, c.Frozen, c.Reason)
+			skipped = append(skipped, c)
 			continue
 		}
 		pairs := "ok"
@@ -26,6 +27,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, "\nNot compacted (%d):\n", len(skipped))
+		for _, c := range skipped {
+			fmt.Fprintf(w, "  %s (%d messages, frozen at %d): %s\n", c.ID, c.Messages, c.Frozen, c.Reason)
+		}
 	}
 	s := r.Summary
 	_, err := fmt.Fprintf(w, `
