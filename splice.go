@@ -19,8 +19,9 @@ const (
 var ErrBoundaryMissing = errors.New("briefd: boundary not in history")
 
 // ErrNothingToSplice is returned by [Splice] when the briefing's boundary is
-// already the first non-pinned message, or the briefing is already spliced:
-// there is nothing before it to replace.
+// already the first non-pinned message: there is nothing before it to
+// replace. (Splicing a history that already carries the briefing returns an
+// equal history: Splice is idempotent.)
 var ErrNothingToSplice = errors.New("briefd: nothing before the boundary to replace")
 
 // Splice returns history with every non-pinned message before b's boundary

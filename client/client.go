@@ -422,7 +422,8 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 // spliced with the conversation's latest briefing when one applies, with
 // that briefing; otherwise history itself and a nil briefing. A briefing
 // does not apply when history no longer holds its boundary or nothing
-// precedes it (already spliced); neither is an error.
+// precedes it but pinned messages; neither is an error. A history that
+// already carries the briefing comes back equal (splicing is idempotent).
 //
 // With WithWatch, Prepare reads the briefing kept in memory by the
 // conversation's watch (started on first use; that first call waits for

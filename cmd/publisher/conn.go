@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/briefd/briefd/internal/redact"
 	"io"
 	"log/slog"
 	"os"
@@ -49,7 +50,7 @@ func (f *connFlags) open(ctx context.Context, e *env, extra ...client.Option) (*
 	}
 	nc, err := nats.Connect(f.natsURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w (is a server running? 'publisher demo' needs none)", f.natsURL, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %s (is a server running? 'publisher demo' needs none)", redact.URLs(f.natsURL), redact.Error(err, f.natsURL))
 	}
 	s := &session{nc: nc}
 	copts := []client.Option{client.WithTenant(f.tenant), client.WithLogger(logger(e, f.verbose))}
@@ -60,7 +61,7 @@ func (f *connFlags) open(ctx context.Context, e *env, extra ...client.Option) (*
 		ro, err := redis.ParseURL(f.redisURL)
 		if err != nil {
 			nc.Close()
-			return nil, fmt.Errorf("redis url: %w", err)
+			return nil, fmt.Errorf("redis url: %s", redact.Error(err, f.redisURL))
 		}
 		s.rdb = redis.NewClient(ro)
 		if err := s.rdb.Ping(ctx).Err(); err != nil {

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -28,6 +27,7 @@ import (
 	"github.com/briefd/briefd/internal/envflag"
 	"github.com/briefd/briefd/internal/natsembed"
 	"github.com/briefd/briefd/internal/queue"
+	"github.com/briefd/briefd/internal/redact"
 	"github.com/briefd/briefd/internal/worker"
 )
 
@@ -41,6 +41,7 @@ type serviceFlags struct {
 	dataDir, embeddedAddr                                 string
 	httpAddr                                              string
 	shutdownTimeout                                       time.Duration
+	briefingTTL                                           time.Duration
 	logLevel, logFormat                                   string
 	queue                                                 queue.Config
 }
@@ -57,6 +58,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (redis:// or rediss:// for TLS); empty stores briefings in a JetStream key-value bucket")
 	fs.StringVar(&f.redisCA, "redis-tls-ca", "", "CA bundle to verify Redis (with rediss://)")
 	fs.StringVar(&f.store, "store", "auto", "briefing store: redis, kv, or auto (redis when --redis-url is set)")
+	fs.DurationVar(&f.briefingTTL, "briefing-ttl", 0, "how long a conversation's briefings are kept after its last one (default 30 days; negative: never expire)")
 	fs.BoolVar(&f.embedded, "embedded", false, "run an embedded single-node NATS server with JetStream (data in --data-dir) instead of connecting to --nats-url")
 	fs.StringVar(&f.dataDir, "data-dir", ".briefd-data", "JetStream storage folder of the embedded server")
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:4222", "client address of the embedded server (port 0: any free port)")
@@ -71,7 +73,9 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
 	fs.IntVar(&q.Concurrency, "concurrency", 0, "compactions in flight in this process (default 2 per CPU, at least 4; 256 with an LLM cascade)")
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
+	fs.DurationVar(&q.MaxHandleTime, "max-handle-time", 0, "a compaction running longer is cancelled and retried (default 10m)")
 	fs.IntVar(&q.MaxDeliver, "max-deliver", 0, "attempts before a snapshot is dead-lettered (default 5)")
+	fs.IntVar(&q.MaxAckPending, "max-ack-pending", 0, "unacknowledged snapshots across all workers (default 1000; raise it to workers × concurrency)")
 	fs.StringVar(&q.Consumer, "consumer", "", "durable consumer shared by all workers (default briefd-workers)")
 }
 
@@ -205,7 +209,8 @@ func connectNATS(f *serviceFlags, logger *slog.Logger) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(f.natsURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURLs(f.natsURL), err)
+		// Not %w: a parse error quotes the URL, password included.
+		return nil, fmt.Errorf("connect to NATS at %s: %s", redact.URLs(f.natsURL), redact.Error(err, f.natsURL))
 	}
 	return nc, nil
 }
@@ -234,7 +239,7 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (br
 		}
 		opt, err := redis.ParseURL(f.redisURL)
 		if err != nil {
-			return nil, nil, nil, usageErrorf("--redis-url: %v", err)
+			return nil, nil, nil, usageErrorf("--redis-url: %s", redact.Error(err, f.redisURL))
 		}
 		if f.redisCA != "" {
 			pem, err := os.ReadFile(f.redisCA)
@@ -252,9 +257,9 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (br
 		}
 		rdb := redis.NewClient(opt)
 		ping := worker.PingerFunc(func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
-		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix}), ping, func() { rdb.Close() }, nil
+		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix, TTL: f.briefingTTL}), ping, func() { rdb.Close() }, nil
 	case "kv":
-		kv, err := cache.NewKVStore(ctx, js, cache.KVConfig{Replicas: f.queue.Replicas})
+		kv, err := cache.NewKVStore(ctx, js, cache.KVConfig{Replicas: f.queue.Replicas, TTL: f.briefingTTL})
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -313,17 +318,4 @@ func splitHostPort(addr string) (string, int, error) {
 		port = -1
 	}
 	return host, port, nil
-}
-
-// redactURLs hides passwords in a comma-separated URL list for messages.
-func redactURLs(list string) string {
-	parts := strings.Split(list, ",")
-	for i, p := range parts {
-		if at := strings.LastIndex(p, "@"); at > 0 {
-			if scheme := strings.Index(p, "://"); scheme >= 0 && scheme < at {
-				parts[i] = p[:scheme+3] + "REDACTED" + p[at:]
-			}
-		}
-	}
-	return strings.Join(parts, ",")
 }

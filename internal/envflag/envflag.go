@@ -55,7 +55,7 @@ func Usage(fs *flag.FlagSet, prefix, synopsis string) func() {
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(out, "  -%s %s\t[%s]\n    \t%s", f.Name, name, Name(prefix, f.Name), usage)
-			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "[]" {
+			if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" && f.DefValue != "false" && f.DefValue != "[]" {
 				fmt.Fprintf(out, " (default %s)", f.DefValue)
 			}
 			fmt.Fprintln(out)

@@ -65,10 +65,14 @@ type Config struct {
 	// MaxAckPending bounds unacked snapshots across all workers.
 	// Default 1000.
 	MaxAckPending int
+	// MaxHandleTime bounds one handler run; past it the handler's context
+	// is cancelled and the snapshot retried with backoff. Default 10
+	// minutes.
+	MaxHandleTime time.Duration
 	// Concurrency is the number of handlers running at once in one
 	// process. Default 4.
 	Concurrency int
-	// PullMaxMessages bounds the messages buffered by one process's pull.
+	// PullMaxMessages bounds the snapshots one pull request asks for (never more than the free handler slots).
 	// Default Concurrency. Bounded pulls matter: unbounded pulls of large
 	// messages collapse throughput (see docs/protocol.md).
 	PullMaxMessages int
@@ -102,6 +106,7 @@ const (
 	DefaultMaxDeliver     = 5
 	DefaultMaxAckPending  = 1000
 	DefaultConcurrency    = 4
+	DefaultMaxHandleTime  = 10 * time.Minute
 	DefaultResolvedCache  = 1024
 	DefaultBodyCacheBytes = 64 << 20
 	DefaultMaxChain       = 1024
@@ -128,6 +133,7 @@ func (c Config) WithDefaults() Config {
 	}
 	c.MaxAckPending = cmp.Or(c.MaxAckPending, DefaultMaxAckPending)
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.MaxHandleTime = cmp.Or(c.MaxHandleTime, DefaultMaxHandleTime)
 	if c.PullMaxBytes <= 0 {
 		c.PullMaxMessages = cmp.Or(c.PullMaxMessages, c.Concurrency)
 	}

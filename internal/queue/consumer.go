@@ -83,9 +83,9 @@ type Consumer struct {
 		Error(string, ...any)
 	}
 
-	cons  jetstream.Consumer
-	snaps jetstream.Stream
-	iter  jetstream.MessagesContext
+	cons    jetstream.Consumer
+	snaps   jetstream.Stream
+	started bool
 
 	sem        chan struct{}
 	stopping   chan struct{}
@@ -123,59 +123,88 @@ func (c *Consumer) Start(ctx context.Context) error {
 	if c.cons, err = c.snaps.Consumer(ctx, c.cfg.Consumer); err != nil {
 		return fmt.Errorf("queue: open consumer %s: %w", c.cfg.Consumer, err)
 	}
-	var opt jetstream.PullMessagesOpt = jetstream.PullMaxMessages(c.cfg.PullMaxMessages)
-	if c.cfg.PullMaxBytes > 0 {
-		opt = jetstream.PullMaxBytes(c.cfg.PullMaxBytes)
-	}
-	// Short pull expiry and heartbeats: after a server restart or a lost
-	// pull request, the iterator notices within seconds and pulls again,
-	// instead of after the library's 30 s default.
-	if c.iter, err = c.cons.Messages(opt, jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat)); err != nil {
-		return fmt.Errorf("queue: pull from %s: %w", c.cfg.Consumer, err)
-	}
+	c.started = true
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	go c.fetch()
 	return nil
 }
 
-// Pull request lifetime and the heartbeat the server sends while one is
-// open (the heartbeat must be under half the expiry).
-const (
-	pullExpiry    = 5 * time.Second
-	pullHeartbeat = 2 * time.Second
-)
+// fetchWait bounds one pull request: how long an idle worker waits for a
+// snapshot before it asks again, and how long Stop may wait for the fetch
+// loop to notice. Each pull is a fresh request, so a server restart or a
+// lost request costs at most this long.
+const fetchWait = time.Second
 
-// fetch takes a worker slot before each Next, so no message waits in our
-// hands for a slot: the pull callback never blocks on work.
+// fetch pulls only as many snapshots as there are free handler slots and
+// hands each to a handler at once: no snapshot waits in this process
+// without a handler sending InProgress for it, so none is redelivered to
+// another worker while it waits here. (A Messages iterator would buffer
+// ahead, and buffered snapshots would time out during long compactions.)
 func (c *Consumer) fetch() {
 	defer close(c.fetchDone)
 	for {
+		select { // stopping wins over a free slot
+		case <-c.stopping:
+			return
+		default:
+		}
 		select {
 		case c.sem <- struct{}{}:
 		case <-c.stopping:
-			c.drain()
 			return
 		}
-		msg, err := c.iter.Next()
-		if err != nil {
-			<-c.sem
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return
-			}
-			c.log.Warn("queue: fetch", "err", err)
-			select {
-			case <-c.stopping:
-			case <-time.After(100 * time.Millisecond): // rare: errors come from heartbeats and reconnects
-			}
-			continue
+		slots, limit := 1, c.cfg.PullMaxMessages
+		if limit <= 0 {
+			limit = c.cfg.Concurrency
 		}
+	more:
+		for slots < limit {
+			select {
+			case c.sem <- struct{}{}:
+				slots++
+			default:
+				break more
+			}
+		}
+		got, err := c.pull(slots)
+		for ; got < slots; got++ {
+			<-c.sem
+		}
+		switch {
+		case err == nil, errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		default:
+			c.log.Warn("queue: fetch", "err", err)
+			select { // errors come from reconnects and server restarts: retry soon
+			case <-c.stopping:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// pull fetches up to n snapshots and starts a handler for each, each
+// holding one of the n slots the caller took. It returns how many it used.
+func (c *Consumer) pull(n int) (int, error) {
+	opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(fetchWait)}
+	if c.cfg.PullMaxBytes > 0 {
+		opts = append(opts, jetstream.FetchMaxBytes(c.cfg.PullMaxBytes))
+	}
+	batch, err := c.cons.Fetch(n, opts...)
+	if err != nil {
+		return 0, err
+	}
+	used := 0
+	for msg := range batch.Messages() {
 		select {
 		case <-c.stopping:
-			_ = msg.Nak()
-			<-c.sem
+			// Delayed past this pull's expiry, so the snapshot goes to a
+			// worker that is not stopping rather than back to this pull.
+			_ = msg.NakWithDelay(fetchWait)
 			continue
 		default:
 		}
+		used++
 		c.work.Add(1)
 		go func() {
 			defer c.work.Done()
@@ -183,17 +212,7 @@ func (c *Consumer) fetch() {
 			c.process(msg)
 		}()
 	}
-}
-
-// drain naks what the pull had buffered, so it is redelivered at once.
-func (c *Consumer) drain() {
-	for {
-		msg, err := c.iter.Next()
-		if err != nil {
-			return
-		}
-		_ = msg.Nak()
-	}
+	return used, batch.Error()
 }
 
 // Stop stops fetching, waits for running handlers until ctx is done, then
@@ -201,13 +220,8 @@ func (c *Consumer) drain() {
 // waits for them to return. It returns ctx's error if the soft stop ran
 // out.
 func (c *Consumer) Stop(ctx context.Context) error {
-	c.stopOnce.Do(func() {
-		close(c.stopping)
-		if c.iter != nil {
-			c.iter.Drain()
-		}
-	})
-	if c.iter == nil {
+	c.stopOnce.Do(func() { close(c.stopping) })
+	if !c.started {
 		return nil
 	}
 	done := make(chan struct{})
@@ -317,7 +331,17 @@ func (c *Consumer) run(ref Ref, md *jetstream.MsgMetadata, msg jetstream.Msg) (e
 		return err
 	}
 	snap.Delivery = Delivery{NumDelivered: md.NumDelivered, NumPending: md.NumPending, Timestamp: md.Timestamp}
-	return c.handler(c.workCtx, snap)
+	// InProgress keeps the snapshot ours while the handler runs, so a
+	// handler that never returns must be cut off: it is then retried.
+	ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.MaxHandleTime)
+	defer cancel()
+	if err := c.handler(ctx, snap); err != nil {
+		if ctx.Err() == context.DeadlineExceeded && c.workCtx.Err() == nil {
+			return fmt.Errorf("queue: handler ran over MaxHandleTime (%v): %w", c.cfg.MaxHandleTime, err)
+		}
+		return err
+	}
+	return nil
 }
 
 // settle is the one place that acks, naks or terminates a delivery.

@@ -40,12 +40,31 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 	return zero, false
 }
 
+// getOrAdd returns the value under k, storing and returning mk() when there
+// is none, in one step under the lock: two callers racing on a missing key
+// get the same value. mk must be cheap.
+func (c *lru[K, V]) getOrAdd(k K, mk func() V) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.items[k]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*lruEntry[K, V]).val
+	}
+	v := mk()
+	c.addLocked(k, v, c.cost(v))
+	return v
+}
+
 // add stores v under k. A value costing more than the whole budget is not
 // kept.
 func (c *lru[K, V]) add(k K, v V) {
 	cost := c.cost(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.addLocked(k, v, cost)
+}
+
+func (c *lru[K, V]) addLocked(k K, v V, cost int) {
 	if e, ok := c.items[k]; ok {
 		c.used -= e.Value.(*lruEntry[K, V]).cost
 		c.ll.Remove(e)

@@ -209,11 +209,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 		opt(&o)
 	}
 	key := tenant + "." + conv
-	st, ok := p.convs.get(key)
-	if !ok {
-		st = &convState{}
-		p.convs.add(key, st)
-	}
+	st := p.convs.getOrAdd(key, func() *convState { return &convState{} })
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := st.refresh(ctx, p, tenant, conv); err != nil {

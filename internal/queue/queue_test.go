@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -632,4 +633,26 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A handler that never returns is cut off at MaxHandleTime and retried;
+// the second attempt succeeds.
+func TestMaxHandleTime(t *testing.T) {
+	b := setup(t)
+	b.cfg.MaxHandleTime = 200 * time.Millisecond
+	rec := newRecorder()
+	var calls atomic.Int32
+	startConsumer(t, b, func(ctx context.Context, _ *queue.Snapshot) error {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // stuck until cut off
+			return ctx.Err()
+		}
+		return nil
+	}, rec)
+	if _, err := b.pub.Publish(t.Context(), "acme", "stuck", genHistory(1, 10)); err != nil {
+		t.Fatal(err)
+	}
+	rec.waitFor(t, "retried then acked", func() bool {
+		return rec.count(queue.OutcomeRetried) == 1 && rec.count(queue.OutcomeAcked) == 1
+	})
 }

@@ -52,8 +52,8 @@ type Resolver struct {
 	cfg    Config
 	subj   Subjects
 	dec    *zstd.Decoder
-	lists  *lru[uint64, []Entry] // by snapshot stream sequence
-	bodies *lru[string, []byte]  // canonical bytes by body subject
+	lists  *lru[uint64, cachedList] // by snapshot stream sequence
+	bodies *lru[string, []byte]     // canonical bytes by body subject
 
 	mu            sync.Mutex
 	snaps, bodySt jetstream.Stream
@@ -65,7 +65,7 @@ func NewResolver(js jetstream.JetStream, cfg Config) *Resolver {
 	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(cfg.MaxBodyBytes)+1))
 	return &Resolver{
 		js: js, cfg: cfg, subj: cfg.subjects(), dec: dec,
-		lists:  newLRU[uint64, []Entry](cfg.ResolvedCache, nil),
+		lists:  newLRU[uint64, cachedList](cfg.ResolvedCache, nil),
 		bodies: newLRU[string, []byte](cfg.BodyCacheBytes, func(b []byte) int { return len(b) }),
 	}
 }
@@ -128,9 +128,28 @@ func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64
 	}, nil
 }
 
+// cachedList is a resolved list with what identifies its snapshot: a
+// cache hit must pass the checks a stream read does (same subject, same
+// snapshot number), or a manifest could borrow another tenant's list.
+type cachedList struct {
+	subject string
+	seq     uint64
+	entries []Entry
+}
+
+// cached returns the list cached for the snapshot at streamSeq if it is
+// snapshot seq of subject.
+func (r *Resolver) cached(streamSeq uint64, subject string, seq uint64) ([]Entry, bool) {
+	l, ok := r.lists.get(streamSeq)
+	if !ok || streamSeq == 0 || l.subject != subject || l.seq != seq {
+		return nil, false
+	}
+	return l.entries, true
+}
+
 // list resolves the base chain of man into its entry list.
 func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, man *Manifest) ([]Entry, error) {
-	if l, ok := r.lists.get(streamSeq); ok && streamSeq != 0 {
+	if l, ok := r.cached(streamSeq, subject, man.Seq); ok {
 		return l, nil
 	}
 	snaps, _, err := r.streams(ctx)
@@ -147,7 +166,7 @@ func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, m
 		if len(chain) > r.cfg.MaxChain {
 			return nil, malformed("base chain of snapshot %d is longer than %d", man.Seq, r.cfg.MaxChain)
 		}
-		if l, ok := r.lists.get(cur.BaseStreamSeq); ok {
+		if l, ok := r.cached(cur.BaseStreamSeq, subject, cur.Base); ok {
 			base = l
 			break
 		}
@@ -179,7 +198,7 @@ func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, m
 		l := make([]Entry, 0, m.Keep+len(m.Append))
 		l = append(append(l, base[:m.Keep]...), m.Append...)
 		if chain[i].seq != 0 {
-			r.lists.add(chain[i].seq, l)
+			r.lists.add(chain[i].seq, cachedList{subject: subject, seq: m.Seq, entries: l})
 		}
 		base = l
 	}

@@ -243,8 +243,9 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	ev.Attempt = int(snap.Delivery.NumDelivered)
 	ev.SummarizerAttempts = len(res.Attempts)
 	if err := w.auditor.Publish(ctx, ev); err != nil {
-		// The briefing is stored; a retry stores it again idempotently and
-		// the audit event is deduplicated by its id.
+		// The briefing is stored; the retry stores it again idempotently.
+		// If this publish did reach the stream (a lost ack), the retry's
+		// event, whose id names the new attempt, records it a second time.
 		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
 		return fmt.Errorf("audit: %w", err)
 	}

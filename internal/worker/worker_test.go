@@ -181,45 +181,49 @@ func TestChainedCompaction(t *testing.T) {
 	b := setup(t, false)
 	b.startWorker(t)
 	h := loadExample(t, "openhands-2.json")
-	history := []briefd.Message{}
-	var last *briefd.Briefing
-	chained := false
-	for i, m := range h.Messages {
-		history = append(history, m)
-		if i+1 < len(h.Messages) && h.Messages[i+1].Role == briefd.RoleTool {
-			continue
+	ts := turns(h.Messages)
+	half := len(ts) / 2
+	for _, prefix := range ts[:half] {
+		if _, err := b.pub.Publish(t.Context(), "acme", "chain", prefix); err != nil {
+			t.Fatal(err)
 		}
+	}
+	var first *briefd.Briefing
+	waitFor(t, 30*time.Second, "the first briefing", func() bool {
+		bf, err := b.store.Latest(t.Context(), "acme", "chain")
+		first = bf
+		return err == nil
+	})
+	// Like an agent: splice it in, and keep publishing the spliced history
+	// as the conversation goes on.
+	seen := len(ts[half-1])
+	history, err := briefd.Splice(ts[half-1], first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prefix := range ts[half:] {
+		history = append(history, prefix[seen:]...)
+		seen = len(prefix)
 		if _, err := b.pub.Publish(t.Context(), "acme", "chain", history); err != nil {
 			t.Fatal(err)
 		}
-		// Like an agent: before the next turn, splice the latest briefing.
+	}
+	var second *briefd.Briefing
+	waitFor(t, 30*time.Second, "a chained briefing", func() bool {
 		bf, err := b.store.Latest(t.Context(), "acme", "chain")
-		if err == nil && (last == nil || bf.Position > last.Position) {
-			if out, err := briefd.Splice(history, bf); err == nil {
-				history = out
-				if last != nil {
-					chained = true
-				}
-				last = bf
-			}
-		}
-		if chained {
-			break
-		}
-		if i%6 == 0 { // let the worker catch up now and then, as a real agent's turns would
-			time.Sleep(50 * time.Millisecond)
-		}
+		second = bf
+		return err == nil && len(bf.CompactedIDs) > 0 && bf.CompactedIDs[0] == "briefing:"+first.BoundaryID
+	})
+	if second.Depth < 1 || second.Position <= first.Position {
+		t.Fatalf("chained briefing: depth %d, position %d (first %d)", second.Depth, second.Position, first.Position)
 	}
-	if last == nil {
-		t.Fatal("no briefing produced")
-	}
-	if err := briefd.Validate(history, briefd.Limits{}); err != nil {
+	spliced, err := briefd.Splice(history, second)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if chained && last.Depth < 1 {
-		t.Errorf("chained briefing has depth %d", last.Depth)
+	if err := briefd.Validate(spliced, briefd.Limits{}); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("final history %d messages, chained=%v, depth %d, position %d", len(history), chained, last.Depth, last.Position)
 }
 
 // Two workers on one conversation: the latest pointer only moves forward.
