@@ -287,7 +287,7 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 	w := e.stdout
 	fmt.Fprintf(w, "agents               %d (%s), turns per agent per second %g\n", c.agents, map[bool]string{true: fmt.Sprintf("embedded, %d workers", c.workers), false: "remote"}[c.embedded], c.turnsPerSecond)
 	fmt.Fprintf(w, "snapshots published  %d of %d in %s (dropped on a full buffer %d, errors %d)\n", published.Load(), total, fmtDur(pubTime), dropped.Load(), failed.Load())
-	fmt.Fprintf(w, "publish latency      p50 %s  p99 %s  max %s  (a conversation's first publish, which reads its last snapshot number: p50 %s  p99 %s)\n",
+	fmt.Fprintf(w, "publish latency      p50 %s  p99 %s  max %s  (a conversation's first publish, which sends every body: p50 %s  p99 %s)\n",
 		fmtDur(q.p50), fmtDur(q.p99), fmtDur(q.max), fmtDur(qf.p50), fmtDur(qf.p99))
 	fmt.Fprintf(w, "throughput           %.0f snapshots/s published; %.1f briefings/s end to end (%s)\n",
 		float64(published.Load())/pubTime.Seconds(), float64(nb)/elapsed.Seconds(), fmtDur(elapsed))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -455,13 +454,11 @@ func (st *convState) refresh(ctx context.Context, p *Publisher, tenant, conv str
 		st.bodies = map[string]struct{}{}
 		st.since = time.Now()
 		if st.seq == 0 {
-			// Continue the numbering of an earlier process so that
-			// Nats-Msg-Id de-duplication does not drop the new snapshots.
-			seq, err := p.lastSeq(ctx, tenant, conv)
-			if err != nil {
-				return err
-			}
-			st.seq = seq
+			// Number above any earlier process's snapshots, so that
+			// Nats-Msg-Id de-duplication never drops ours, without a round
+			// trip on the agent's first publish: start from the clock in
+			// microseconds (below 2^53, so exact in any JSON reader).
+			st.seq = uint64(time.Now().UnixMicro())
 		}
 	}
 	return nil
@@ -472,29 +469,6 @@ func (st *convState) reset() {
 	st.since, st.entries, st.bodies, st.sinceFull = time.Time{}, nil, nil, 0
 	st.last, st.acked, st.lastOpts = nil, nil, publishOpts{}
 	st.listJSON, st.ends = nil, nil
-}
-
-// lastSeq reads the seq of the conversation's newest stored snapshot, 0 if
-// none.
-func (p *Publisher) lastSeq(ctx context.Context, tenant, conv string) (uint64, error) {
-	s, err := p.js.Stream(ctx, p.cfg.Streams().Snapshots)
-	if err != nil {
-		return 0, fmt.Errorf("queue: open snapshot stream: %w", err)
-	}
-	raw, err := s.GetLastMsgForSubject(ctx, p.subj.Snapshot(tenant, conv))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("queue: last snapshot of %s.%s: %w", tenant, conv, err)
-	}
-	var m struct {
-		Seq uint64 `json:"seq"`
-	}
-	if err := json.Unmarshal(raw.Data, &m); err != nil {
-		return 0, nil // not ours to judge here; numbering restarts above it
-	}
-	return m.Seq, nil
 }
 
 // pubEntry is a list entry plus the fingerprint of the message it came from.

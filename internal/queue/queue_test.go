@@ -132,10 +132,15 @@ func TestPublishTurnByTurnResolves(t *testing.T) {
 			b.cfg.FullEvery = 8 // exercise full manifests and chains
 			pub := queue.NewPublisher(b.js, b.cfg)
 			res := queue.NewResolver(b.js, b.cfg)
+			var seqs []uint64
 			for i, end := range turnEnds(msgs) {
 				r, err := pub.Publish(t.Context(), "acme", "c1", msgs[:end])
 				if err != nil {
 					t.Fatalf("turn %d: %v", i, err)
+				}
+				seqs = append(seqs, r.Seq)
+				if i > 0 && r.Seq != seqs[i-1]+1 {
+					t.Fatalf("turn %d: seq %d after %d", i, r.Seq, seqs[i-1])
 				}
 				if r.Duplicate {
 					t.Fatalf("turn %d: unexpected duplicate", i)
@@ -155,7 +160,7 @@ func TestPublishTurnByTurnResolves(t *testing.T) {
 				assertMessages(t, s.Messages, msgs[:end])
 			}
 			// An older snapshot is still loadable by its number (replay).
-			s, err := queue.LoadSnapshot(t.Context(), b.js, b.cfg, "acme", "c1", 2)
+			s, err := queue.LoadSnapshot(t.Context(), b.js, b.cfg, "acme", "c1", seqs[1])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,13 +200,14 @@ func TestRepublishIsIdempotent(t *testing.T) {
 	if !ack.Duplicate || ack.Sequence != r1.StreamSeq {
 		t.Fatalf("raw re-send ack = %+v, want duplicate of seq %d", ack, r1.StreamSeq)
 	}
-	// A new publisher (agent restarted) continues the numbering.
+	// A new publisher (agent restarted) numbers above the earlier one, so
+	// de-duplication does not drop its snapshot.
 	r3, err := queue.NewPublisher(b.js, b.cfg).Publish(t.Context(), "acme", "c1", msgs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r3.Seq != r1.Seq+1 || !r3.Full {
-		t.Fatalf("after restart: %+v, want full seq %d", r3, r1.Seq+1)
+	if r3.Seq <= r1.Seq || !r3.Full || r3.Duplicate || r3.StreamSeq == r1.StreamSeq {
+		t.Fatalf("after restart: %+v, want a new full snapshot above seq %d", r3, r1.Seq)
 	}
 }
 
@@ -438,7 +444,8 @@ func TestSettlePaths(t *testing.T) {
 				mu.Unlock()
 				return tt.handler(n)
 			}, rec)
-			if _, err := b.pub.Publish(t.Context(), "acme", "c1", genHistory(2, 20)); err != nil {
+			pr, err := b.pub.Publish(t.Context(), "acme", "c1", genHistory(2, 20))
+			if err != nil {
 				t.Fatal(err)
 			}
 			rec.waitFor(t, string(tt.wantOutcome), func() bool { return rec.count(tt.wantOutcome) == 1 })
@@ -463,7 +470,7 @@ func TestSettlePaths(t *testing.T) {
 					t.Fatalf("dead letter record: %v", err)
 				}
 				var d queue.DeadLetter
-				if err := json.Unmarshal(raw.Data, &d); err != nil || d.Reason == "" || d.Seq != 1 || d.Deliveries == 0 {
+				if err := json.Unmarshal(raw.Data, &d); err != nil || d.Reason == "" || d.Seq != pr.Seq || d.Deliveries == 0 {
 					t.Fatalf("dead letter record %s (err %v)", raw.Data, err)
 				}
 			}
