@@ -233,3 +233,25 @@ func TestBriefChained(t *testing.T) {
 		t.Error("new user message missing")
 	}
 }
+
+// The extraction cache is bounded by bytes as well as entries: large tool
+// outputs cannot grow a worker's memory without limit.
+func TestExtractCacheBoundedByBytes(t *testing.T) {
+	c := NewExtractCache(1000)
+	c.maxBytes = 1 << 20
+	big := strings.Repeat("x", 200<<10)
+	for i := range 50 {
+		m := briefd.Message{ID: fmt.Sprint(i), Role: briefd.RoleTool, ToolCallID: "c", Content: briefd.Text(fmt.Sprint(i) + big)}
+		c.get(&m)
+	}
+	if c.used > c.maxBytes || c.ll.Len() >= 50 {
+		t.Fatalf("cache holds %d bytes in %d entries, budget %d", c.used, c.ll.Len(), c.maxBytes)
+	}
+	// Different messages never share a key, even when their fields
+	// concatenate to the same bytes.
+	a := briefd.Message{Role: briefd.RoleUser, Content: briefd.Content{Text: "ab"}}
+	b := briefd.Message{Role: briefd.RoleUser, Content: briefd.Content{Parts: []briefd.ContentPart{{Type: "", Text: "ab"}}}}
+	if c.messageKey(&a) == c.messageKey(&b) {
+		t.Fatal("a string content and a part with the same text share a key")
+	}
+}

@@ -2,6 +2,7 @@ package compact
 
 import (
 	"container/list"
+	"encoding/binary"
 	"encoding/json"
 	"hash/maphash"
 	"regexp"
@@ -53,8 +54,10 @@ type resultFacts struct {
 // evicted), and safe for concurrent use. One cache must be used with one
 // token counter (encoding): it remembers counts.
 type ExtractCache struct {
-	seed maphash.Seed
-	max  int
+	seed     maphash.Seed
+	max      int
+	maxBytes int
+	used     int // approximate bytes held by the entries
 
 	mu     sync.Mutex
 	ll     *list.List
@@ -65,11 +68,32 @@ type ExtractCache struct {
 type cacheEntry struct {
 	key   uint64
 	facts *msgFacts
+	cost  int
+}
+
+// cost approximates the bytes an entry keeps alive: its texts and
+// identifiers (the clipped text dominates for large tool outputs).
+func (f *msgFacts) cost() int {
+	n := 256 + len(f.text) + len(f.res.errText) + len(f.res.gist) + len(f.res.file)
+	for _, id := range f.idents {
+		n += 24 + len(id)
+	}
+	for _, c := range f.calls {
+		n += 64 + len(c.name) + len(c.label)
+		for _, p := range c.paths {
+			n += 16 + len(p)
+		}
+	}
+	return n
 }
 
 // DefaultExtractCacheSize is the number of messages an ExtractCache keeps
 // when NewExtractCache is given 0.
 const DefaultExtractCacheSize = 50_000
+
+// DefaultExtractCacheBytes bounds the memory an ExtractCache keeps, so that
+// large tool outputs cannot grow it without limit.
+const DefaultExtractCacheBytes = 128 << 20
 
 // NewExtractCache returns a cache of at most max messages' extractions
 // (and as many token counts). max <= 0 means DefaultExtractCacheSize.
@@ -77,26 +101,34 @@ func NewExtractCache(max int) *ExtractCache {
 	if max <= 0 {
 		max = DefaultExtractCacheSize
 	}
-	return &ExtractCache{seed: maphash.MakeSeed(), max: max, ll: list.New(),
+	return &ExtractCache{seed: maphash.MakeSeed(), max: max, maxBytes: DefaultExtractCacheBytes, ll: list.New(),
 		facts: make(map[uint64]*list.Element), counts: make(map[uint64]int)}
 }
 
+// messageKey hashes every field extraction reads, each length-prefixed so
+// that no two different messages feed the hash the same bytes.
 func (c *ExtractCache) messageKey(m *briefd.Message) uint64 {
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	h.WriteString(string(m.Role))
-	h.WriteByte(0)
-	h.WriteString(m.Content.Text)
+	str := func(tag byte, s string) {
+		var n [9]byte
+		n[0] = tag
+		binary.LittleEndian.PutUint64(n[1:], uint64(len(s)))
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	str('r', string(m.Role))
+	str('t', m.Content.Text)
 	for _, p := range m.Content.Parts {
-		h.WriteByte(1)
-		h.WriteString(p.Type)
-		h.WriteString(p.Text)
+		str('p', p.Type)
+		str('q', p.Text)
+		if p.ImageURL != nil {
+			str('i', p.ImageURL.URL)
+		}
 	}
 	for _, tc := range m.ToolCalls {
-		h.WriteByte(2)
-		h.WriteString(tc.Function.Name)
-		h.WriteByte(0)
-		h.WriteString(tc.Function.Arguments)
+		str('n', tc.Function.Name)
+		str('a', tc.Function.Arguments)
 	}
 	return h.Sum64()
 }
@@ -118,11 +150,15 @@ func (c *ExtractCache) get(m *briefd.Message) *msgFacts {
 	if e, ok := c.facts[k]; ok {
 		return e.Value.(*cacheEntry).facts
 	}
-	c.facts[k] = c.ll.PushFront(&cacheEntry{key: k, facts: f})
-	for c.ll.Len() > c.max {
+	e := &cacheEntry{key: k, facts: f, cost: f.cost()}
+	c.facts[k] = c.ll.PushFront(e)
+	c.used += e.cost
+	for c.ll.Len() > 1 && (c.ll.Len() > c.max || c.used > c.maxBytes) {
 		last := c.ll.Back()
 		c.ll.Remove(last)
-		delete(c.facts, last.Value.(*cacheEntry).key)
+		old := last.Value.(*cacheEntry)
+		delete(c.facts, old.key)
+		c.used -= old.cost
 	}
 	return f
 }
