@@ -325,6 +325,12 @@ func (w *Worker) hooks() queue.Hooks {
 			ev := audit.Event{Type: audit.TypeDeadLettered, Time: rec.At, Tenant: rec.Tenant,
 				ConversationID: rec.ConversationID, SnapshotSeq: rec.Seq, Reason: rec.Reason,
 				Deliveries: int(rec.Deliveries)}
+			if ev.ConversationID == "" {
+				// A subject the queue could not parse: still on the record,
+				// under a placeholder, with the subject in the reason.
+				ev.ConversationID = "_"
+				ev.Reason = fmt.Sprintf("subject %q: %s", rec.Subject, rec.Reason)
+			}
 			if err := w.auditor.Publish(ctx, ev); err != nil {
 				w.log.Error("audit of a dead letter failed", "conversation", rec.ConversationID, "error", err)
 			}

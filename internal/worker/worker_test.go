@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -346,6 +347,10 @@ func TestRejectsBadSnapshots(t *testing.T) {
 	if err := nc.Publish(queue.Subjects{Prefix: "briefd"}.Snapshot("acme", "garbage"), []byte(`{"v":1,"append":[{"id":"m1","h":"not-a-hash"}]`)); err != nil {
 		t.Fatal(err)
 	}
+	// A subject no publisher would use: no conversation token.
+	if err := nc.Publish("briefd.snap.lonely", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := b.pub.Publish(t.Context(), "acme", "good", good); err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +369,18 @@ func TestRejectsBadSnapshots(t *testing.T) {
 			reasons[ev.ConversationID] = ev.Reason
 		}
 		return reasons["orphan"] != "" && reasons["big"] != "" && reasons["garbage"] != ""
+	})
+	waitFor(t, 30*time.Second, "the bad subject's dead letter on the audit stream", func() bool {
+		evs, err := audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Types: []audit.Type{audit.TypeDeadLettered}})
+		if err != nil {
+			return false
+		}
+		for _, ev := range evs {
+			if ev.ConversationID == "_" && strings.Contains(ev.Reason, "briefd.snap.lonely") {
+				return true
+			}
+		}
+		return false
 	})
 	for conv, want := range map[string]string{"orphan": `"nope"`, "big": "limit", "garbage": "malformed"} {
 		if !contains(reasons[conv], want) {
