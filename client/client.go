@@ -156,7 +156,8 @@ type Client struct {
 	acks   chan *inflight // the ack goroutine's queue
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the ack goroutine exits
+	done   chan struct{}  // closed when the ack goroutine exits
+	wg     sync.WaitGroup // the watch goroutines, waited for by Close
 
 	mu       sync.Mutex
 	closed   bool
@@ -492,11 +493,13 @@ func (c *Client) ensureWatch(conv string) (*watched, error) {
 	ctx, cancel := context.WithCancel(c.ctx)
 	w := &watched{cancel: cancel, ready: make(chan struct{})}
 	c.watches[conv] = w
+	c.wg.Add(1) // under c.mu: Close sets closed under it before it waits
 	c.mu.Unlock()
 
 	go func() {
 		// The first Latest fills the copy at once; the watch then keeps
 		// it fresh. Both only move forward.
+		defer c.wg.Done()
 		defer cancel()
 		ch, err := c.store.Watch(ctx, c.tenant, conv)
 		if err != nil {
@@ -566,5 +569,6 @@ func (c *Client) Close(ctx context.Context) error {
 	err := c.Flush(ctx)
 	c.cancel()
 	<-c.done
+	c.wg.Wait() // watches end with c.ctx
 	return err
 }
