@@ -77,6 +77,13 @@ func TestCompactContract(t *testing.T) {
 	if !seen {
 		t.Fatal("no briefing message in the spliced history")
 	}
+	// A briefing, not a bag of identifiers: it says what was done even
+	// when the span's user messages fill most of the budget.
+	for _, section := range []string{"## User messages", "## What was done", "## Current state"} {
+		if !strings.Contains(res.Briefing, section) {
+			t.Errorf("briefing lacks %q", section)
+		}
+	}
 }
 
 func TestCompactNothingToCompact(t *testing.T) {

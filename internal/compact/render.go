@@ -155,9 +155,10 @@ type pools struct {
 // selection is how much of each pool the text shows.
 type selection struct {
 	task         bool
-	prevFrom     int // prev[prevFrom:] shown
-	errs, files  int // prefixes shown
-	tlFrom       int // tl[tlFrom:] shown
+	prevFrom     int  // prev[prevFrom:] shown
+	errs, files  int  // prefixes shown
+	tlFrom       int  // tl[tlFrom:] shown
+	tlSummary    bool // no step line fits: one condensed line for them all
 	picked       []int
 	pickedValues int
 }
@@ -208,7 +209,7 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 			used += c
 		}
 	}
-	condensedCost := r.cost("[999 earlier steps condensed: 999 shell, 999 read, 999 edited, 999 searched, 99 tool; m0000–m9999]")
+	condensedCost := r.cost("[999 earlier steps condensed: 999 search_direct_flight, 999 get_reservation_details, 999 edited, 999 searched, 99 said, 99 user, 9 other; m0000–m9999]")
 	takeTL := func(share int) {
 		c := 0
 		if sel.tlFrom == len(p.tl) {
@@ -235,6 +236,11 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 	take(p.errs, &sel.errs, errShare)
 	take(p.files, &sel.files, room*15/100)
 	takeTL(room * 20 / 100)
+	if sel.tlFrom == len(p.tl) && len(p.tl) > 0 && fits(secHdr+condensedCost) {
+		// What was done must not vanish: at least one line of counts.
+		sel.tlSummary = true
+		used += secHdr + condensedCost
+	}
 
 	// Identifiers by rank, skipping those the text already quotes.
 	var shown strings.Builder
@@ -291,7 +297,18 @@ func (r *renderer) fill(l *Ledger, p *pools, m *mandatory, room int) selection {
 		used += c
 	}
 	// Leftovers: older steps, more files, more errors.
-	takeTL(room)
+	if sel.tlSummary {
+		// Step lines replace the summary line if any fit now.
+		used -= secHdr + condensedCost
+		sel.tlSummary = false
+		takeTL(room)
+		if sel.tlFrom == len(p.tl) {
+			sel.tlSummary = true
+			used += secHdr + condensedCost
+		}
+	} else {
+		takeTL(room)
+	}
 	take(p.files, &sel.files, room)
 	take(p.errs, &sel.errs, room)
 	return sel
@@ -347,6 +364,9 @@ func (r *renderer) compose(l *Ledger, p *pools, m *mandatory, sel selection) str
 		for _, ln := range p.tl[sel.tlFrom:] {
 			out = append(out, ln.text)
 		}
+	}
+	if sel.tlSummary && sel.tlFrom == len(p.tl) {
+		out = append(out, "", "## What was done (oldest first)", condensedSummary(l.Timeline))
 	}
 	if sel.files > 0 {
 		out = append(out, "", "## Files (what happened to each; message ids)")

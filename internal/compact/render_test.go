@@ -87,3 +87,20 @@ func TestRenderStateAndRepeatedUsers(t *testing.T) {
 		t.Errorf("repeated user text not carried once:\n%s", d.Text)
 	}
 }
+
+func TestCondensedSummaryNamesTools(t *testing.T) {
+	steps := []TimelineEntry{
+		{Marker: "[get_reservation_details: reservation_id=Q0ZF0J → …]", Kind: "tool", IDs: []string{"m0005"}},
+		{Marker: "[get_reservation_details: reservation_id=OBUT9V → …]", Kind: "tool", IDs: []string{"m0007"}},
+		{Marker: "[said: \"Here are the flights\"]", Kind: "said", IDs: []string{"m0009"}},
+		{Marker: "[shell: ls → ✓]", Kind: "shell", IDs: []string{"m0011"}},
+	}
+	got := condensedSummary(steps)
+	want := "[4 earlier steps condensed: 2 get_reservation_details, 1 said, 1 shell; m0005–m0011]"
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if markerTool("[not a tool name: x]") != "" || markerTool("plain") != "" {
+		t.Fatal("markerTool accepted a marker without a tool name")
+	}
+}

@@ -106,6 +106,13 @@ func condensedSummary(steps []TimelineEntry) string {
 		if k == "" {
 			k = "step"
 		}
+		if k == "tool" {
+			// Name the tool: "5 get_reservation_details" says more than
+			// "5 tool" in a dialogue whose every step is a tool call.
+			if name := markerTool(s.Marker); name != "" {
+				k = name
+			}
+		}
 		kinds[k]++
 	}
 	names := make([]string, 0, len(kinds))
@@ -119,8 +126,16 @@ func condensedSummary(steps []TimelineEntry) string {
 		return names[i] < names[j]
 	})
 	parts := make([]string, 0, len(names))
-	for _, k := range names {
+	other := 0
+	for i, k := range names {
+		if i >= maxCondensedKinds {
+			other += kinds[k]
+			continue
+		}
 		parts = append(parts, strconv.Itoa(kinds[k])+" "+k)
+	}
+	if other > 0 {
+		parts = append(parts, strconv.Itoa(other)+" other")
 	}
 	first, last := steps[0].IDs, steps[len(steps)-1].IDs
 	span := ""
@@ -128,6 +143,26 @@ func condensedSummary(steps []TimelineEntry) string {
 		span = "; " + first[0] + "–" + last[len(last)-1]
 	}
 	return "[" + fmtCount(len(steps)) + " earlier steps condensed: " + strings.Join(parts, ", ") + span + "]"
+}
+
+// maxCondensedKinds bounds the kinds a condensed line names.
+const maxCondensedKinds = 6
+
+// markerTool returns the tool name of a generic tool marker
+// ("[get_user_details: user_id=… → …]"), or "".
+func markerTool(marker string) string {
+	if !strings.HasPrefix(marker, "[") {
+		return ""
+	}
+	end := strings.IndexAny(marker, ":]")
+	if end <= 1 || end > 64 {
+		return ""
+	}
+	name := marker[1:end]
+	if strings.ContainsAny(name, " \t\n") {
+		return ""
+	}
+	return name
 }
 
 // tlLine is one rendered timeline line and the entries it stands for.
