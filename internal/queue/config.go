@@ -40,8 +40,10 @@ type Config struct {
 	// Compress bodies with zstd when it saves space. Default on; set
 	// NoCompression to send plain JSON.
 	NoCompression bool
-	// FullEvery is how many delta snapshots a publisher writes before a
-	// full manifest, bounding the chain a reader resolves. Default 64.
+	// FullEvery is the fewest delta snapshots a publisher writes before a
+	// full manifest, which bounds the chain a reader resolves. Long
+	// histories wait until the deltas add up to an eighth of a full list,
+	// and never more than 8 x FullEvery snapshots. Default 64.
 	FullEvery int
 	// Conversations is how many conversations a Publisher remembers (LRU).
 	// A forgotten conversation's next snapshot re-sends its bodies and a

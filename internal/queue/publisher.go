@@ -266,7 +266,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	man := Manifest{V: Version, Tenant: tenant, ConversationID: conv, Seq: st.seq + 1,
 		Model: o.model, ContextWindow: o.contextWindow, CreatedAt: time.Now().UTC()}
 	base := st.acked
-	full := base == nil || st.sinceFull+1 >= p.cfg.FullEvery
+	full := base == nil || st.fullDue(p.cfg.FullEvery)
 	if !full {
 		keep := same
 		if base != st.last {
@@ -327,9 +327,10 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	st.lastOpts = o
 	st.last = &sentSnap{seq: man.Seq, list: next, pend: pend, res: pend.res}
 	if full {
-		st.sinceFull = 0
+		st.sinceFull, st.deltaBytes = 0, 0
 	} else {
 		st.sinceFull++
+		st.deltaBytes += len(data)
 	}
 	return pend, nil
 }
@@ -380,15 +381,16 @@ func (p *Publisher) publishBody(tenant, conv, subject, hash string, body []byte,
 
 // convState is what a Publisher remembers of one conversation.
 type convState struct {
-	mu        sync.Mutex
-	seq       uint64              // last snapshot number used
-	since     time.Time           // when bodies were last all re-sent
-	entries   []pubEntry          // the list published last
-	bodies    map[string]struct{} // hashes of bodies sent
-	sinceFull int                 // deltas since the last full manifest
-	last      *sentSnap           // the snapshot published last
-	acked     *sentSnap           // the newest snapshot known to be stored
-	lastOpts  publishOpts
+	mu         sync.Mutex
+	seq        uint64              // last snapshot number used
+	since      time.Time           // when bodies were last all re-sent
+	entries    []pubEntry          // the list published last
+	bodies     map[string]struct{} // hashes of bodies sent
+	sinceFull  int                 // deltas since the last full manifest
+	deltaBytes int                 // their bytes
+	last       *sentSnap           // the snapshot published last
+	acked      *sentSnap           // the newest snapshot known to be stored
+	lastOpts   publishOpts
 	// listJSON is the JSON of entries' list items, comma-separated, kept
 	// incrementally so that a full manifest costs a copy, not an encode;
 	// ends[i] is the offset just after item i.
@@ -466,7 +468,7 @@ func (st *convState) refresh(ctx context.Context, p *Publisher, tenant, conv str
 
 // reset forgets everything but the numbering; the caller holds st.mu.
 func (st *convState) reset() {
-	st.since, st.entries, st.bodies, st.sinceFull = time.Time{}, nil, nil, 0
+	st.since, st.entries, st.bodies, st.sinceFull, st.deltaBytes = time.Time{}, nil, nil, 0, 0
 	st.last, st.acked, st.lastOpts = nil, nil, publishOpts{}
 	st.listJSON, st.ends = nil, nil
 }
@@ -602,4 +604,16 @@ func (fp *msgPrint) matches(m *briefd.Message) bool {
 		}
 	}
 	return true
+}
+
+// fullDue says whether the next snapshot should be a full manifest. A full
+// manifest bounds the chain a cold reader walks, but costs the whole list:
+// write one after every FullEvery deltas once those deltas add up to an
+// eighth of a full list, so that a long history (where a full list is
+// hundreds of kilobytes and a turn's delta a few hundred bytes) does not
+// pay for its whole list every FullEvery turns; and always after
+// 8 x FullEvery deltas, which keeps chains well below MaxChain.
+func (st *convState) fullDue(every int) bool {
+	n := st.sinceFull + 1
+	return n >= 8*every || (n >= every && st.deltaBytes >= len(st.listJSON)/8)
 }
