@@ -12,7 +12,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -168,10 +170,21 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	<-ctx.Done()
 	logger.Info("shutting down", "timeout", f.shutdownTimeout)
-	// A fresh context: ctx is already cancelled. A second signal is not
-	// needed: after the timeout the worker cancels work and naks it.
+	// A fresh context: ctx is already cancelled. After the timeout the
+	// worker cancels work and naks it; a second signal does so at once.
 	stopCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	go func() {
+		select {
+		case <-again:
+			logger.Warn("second signal: cancelling compactions in flight")
+			cancel()
+		case <-stopCtx.Done():
+		}
+	}()
 	stopErr := w.Stop(stopCtx)
 	if httpSrv != nil {
 		httpSrv.Shutdown(stopCtx)
