@@ -215,8 +215,8 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		w.metrics.Compactions.WithLabelValues("none", "error").Inc()
 		return fmt.Errorf("compact: %w", err)
 	}
-	w.countAttempts(res.Attempts)
 	for _, a := range res.Attempts {
+		w.metrics.LLMAttempts.WithLabelValues(a.Model, a.Outcome).Inc()
 		if a.Outcome != "accepted" {
 			log.Info("summarizer attempt", "model", a.Model, "prompt", a.Prompt, "outcome", a.Outcome,
 				"error", a.Error, "duration", a.Elapsed)
@@ -300,12 +300,6 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 		log.Error("audit of a rejected snapshot failed", "error", err)
 	}
 	return queue.Permanent(cause)
-}
-
-func (w *Worker) countAttempts(attempts []compact.Attempt) {
-	for _, a := range attempts {
-		w.metrics.LLMAttempts.WithLabelValues(a.Model, a.Outcome).Inc()
-	}
 }
 
 // hooks turns queue outcomes into metrics and audit events. Dead letters
