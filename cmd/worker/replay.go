@@ -13,6 +13,7 @@ import (
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/ident"
 	"github.com/briefd/briefd/internal/envflag"
 	"github.com/briefd/briefd/internal/queue"
 )
@@ -157,7 +158,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		sameIn := stored.InputHash == res.Briefing.InputHash
 		sameB := stored.BoundaryID == res.Briefing.BoundaryID
 		rep.SameInput, rep.SameBoundary = &sameIn, &sameB
-		a, b := compact.Identifiers(stored.Text), compact.Identifiers(res.Briefing.Text)
+		a, b := ident.Identifiers(stored.Text), ident.Identifiers(res.Briefing.Text)
 		rep.Identifiers = &replayIdentifier{Stored: len(a), Replayed: len(b), OnlyStored: minus(a, b), OnlyReplayed: minus(b, a)}
 	}
 	return writeJSON(stdout, rep)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // Defaults applied by [Config.WithDefaults].
@@ -148,7 +148,7 @@ type Config struct {
 	CondenseDepth int
 
 	// Identifiers extracts the identifiers the fidelity gate checks.
-	// Default compact.Identifiers.
+	// Default ident.Identifiers.
 	Identifiers func(string) []string
 	// HTTPClient sends the requests. Default: a client with no overall
 	// timeout (each request has its model's) and connection reuse sized for
@@ -209,7 +209,7 @@ func (c Config) WithDefaults() Config {
 	c.MinNarrativeTokens = cmp.Or(c.MinNarrativeTokens, DefaultMinNarrativeTokens)
 	c.CondenseDepth = cmp.Or(c.CondenseDepth, DefaultCondenseDepth)
 	if c.Identifiers == nil {
-		c.Identifiers = compact.Identifiers
+		c.Identifiers = ident.Identifiers
 	}
 	if c.HTTPClient == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/compact"
 )
 
@@ -27,7 +28,7 @@ func TestRealHistoriesSerialize(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		in := compact.SummaryInput{Span: h.Messages, Draft: &compact.Draft{}}
+		in := compact.SummaryInput{Span: h.Messages, Draft: &brief.Draft{}}
 		r := &run{c: &Cascade{cfg: cfg}, in: in}
 		s := r.serialize(cfg.MaxMessageChars)
 		if len(s) > cfg.MaxInputChars && !strings.Contains(s, "chars clipped") {

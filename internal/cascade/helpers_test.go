@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/openaitest"
 )
@@ -83,7 +84,7 @@ func testInput() compact.SummaryInput {
 		ConversationID: "conv-1",
 		Tenant:         "acme",
 		Span:           testSpan(),
-		Draft:          &compact.Draft{Text: testLedger, Structured: []byte(`{"files":["pkg/parser/lexer.go","CHANGELOG.md"]}`)},
+		Draft:          &brief.Draft{Text: testLedger, Structured: []byte(`{"files":["pkg/parser/lexer.go","CHANGELOG.md"]}`)},
 		BudgetTokens:   2000,
 		CountTokens:    func(s string) int { return (len(s) + 3) / 4 },
 	}

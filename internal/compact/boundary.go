@@ -61,9 +61,14 @@ func pinnedFlags(msgs []briefd.Message) []bool {
 //     results: a tail that would begin with a tool result begins with the
 //     assistant message that made the call.
 //
+// A forced compaction (a user's /compact) keeps at most ForceKeepFraction
+// of the non-pinned history, in tokens and in messages, whatever the
+// context window says: otherwise a history far below the window would keep
+// everything and compact nothing.
+//
 // It returns an error wrapping ErrNoBoundary, saying why, when no
 // non-pinned message other than an earlier briefing precedes the boundary.
-func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool) (cut, error) {
+func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool, force bool) (cut, error) {
 	n := len(msgs)
 	if n == 0 {
 		return cut{}, fmt.Errorf("%w: the history is empty", ErrNoBoundary)
@@ -90,7 +95,10 @@ func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool) (cu
 	}
 
 	var notes []string
-	budget, floor := c.KeepBudget(), c.keepFloor()
+	budget, floor, note := c.keepLimits(counts, pinned, force)
+	if note != "" {
+		notes = append(notes, note)
+	}
 	b := n
 	for b > 0 && suffix[b-1] <= budget {
 		b--
@@ -106,11 +114,13 @@ func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool) (cu
 	if u := newestUserMessage(msgs); u >= 0 && u < b && !pinned[u] {
 		// What the history would weigh after a cut at u: pinned head,
 		// briefing budget, tail.
-		after := head[u] + c.briefingBudget(suffix[0]-suffix[u]-head[u]) + suffix[u]
+		after := head[u] + c.briefingBudget(suffix[0]-suffix[u]-head[u], 0) + suffix[u]
 		switch trig := c.TriggerTokens(); {
 		case raw[u] == 0:
 			notes = append(notes, fmt.Sprintf("newest user message %s is compacted (the briefing quotes it): keeping it would leave nothing to compact", msgs[u].ID))
-		case after >= trig:
+		case force && suffix[u] > 2*budget:
+			notes = append(notes, fmt.Sprintf("newest user message %s is compacted (the briefing quotes it): keeping it would keep %d tokens, over twice the forced tail of %d", msgs[u].ID, suffix[u], budget))
+		case after >= trig && !force:
 			notes = append(notes, fmt.Sprintf("newest user message %s is compacted (the briefing quotes it): keeping it would leave about %d tokens after compaction, not below the trigger of %d", msgs[u].ID, after, trig))
 		default:
 			b = u
@@ -136,6 +146,29 @@ func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool) (cu
 			ErrNoBoundary, msgs[first].ID, first, n-b, suffix[b], budget, floor)
 	}
 	return cut{index: b, keptTokens: suffix[b], notes: notes}, nil
+}
+
+// keepLimits returns the kept tail's token budget and message floor. A
+// forced compaction keeps at most ForceKeepFraction of the non-pinned
+// history's tokens and messages (at least one message), and says so.
+func (c Config) keepLimits(counts []int, pinned []bool, force bool) (budget, floor int, note string) {
+	budget, floor = c.KeepBudget(), c.keepFloor()
+	if !force {
+		return budget, floor, ""
+	}
+	free, freeMsgs := 0, 0
+	for i := range counts {
+		if !pinned[i] {
+			free += counts[i]
+			freeMsgs++
+		}
+	}
+	if b := int(c.ForceKeepFraction * float64(free)); b < budget {
+		budget = b
+		note = fmt.Sprintf("forced: the kept tail is at most %g of the non-pinned history (%d tokens)", c.ForceKeepFraction, budget)
+	}
+	floor = min(floor, max(1, int(c.ForceKeepFraction*float64(freeMsgs))))
+	return budget, floor, note
 }
 
 // newestUserMessage returns the index of the last user message that is not

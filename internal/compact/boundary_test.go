@@ -51,7 +51,7 @@ func TestBoundary(t *testing.T) {
 				tt.cfg(&cfg)
 			}
 			msgs, counts := parseSpec(t, tt.spec)
-			got, err := cfg.boundary(msgs, counts, pinnedFlags(msgs))
+			got, err := cfg.boundary(msgs, counts, pinnedFlags(msgs), false)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrNoBoundary) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want ErrNoBoundary with %q", err, tt.wantErr)

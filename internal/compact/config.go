@@ -6,23 +6,26 @@ import (
 	"math"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 )
 
 // Defaults of [Config], applied by [Config.WithDefaults]. They come from the
 // seeds: the trigger and kept budget from Stagewise, the message minimum
 // from seahorse.
 const (
-	DefaultContextWindow      = 128_000
-	DefaultTriggerFraction    = 0.65
-	DefaultHardCapTokens      = 200_000
-	DefaultKeepFraction       = 0.2
-	DefaultKeepCapTokens      = 40_000
-	DefaultMinKeepMessages    = 10
-	DefaultMinMessages        = 20
-	DefaultBriefingRatio      = 0.10
-	DefaultMinBriefingTokens  = 512
-	DefaultMaxBriefingTokens  = 8192
-	DefaultPerMessageOverhead = 4
+	DefaultContextWindow       = 128_000
+	DefaultTriggerFraction     = 0.65
+	DefaultHardCapTokens       = 200_000
+	DefaultKeepFraction        = 0.2
+	DefaultKeepCapTokens       = 40_000
+	DefaultMinKeepMessages     = 10
+	DefaultMinMessages         = 20
+	DefaultBriefingRatio       = 0.10
+	DefaultMinBriefingTokens   = 512
+	DefaultMaxBriefingTokens   = 8192
+	DefaultPerMessageOverhead  = 4
+	DefaultForceKeepFraction   = 0.25
+	DefaultMaxBriefingFraction = 0.10
 
 	// KeepFloor is the fewest messages a kept tail holds, whatever
 	// MinKeepMessages says (except when one last message alone is over the
@@ -80,6 +83,19 @@ type Config struct {
 	// MaxBriefingTokens is the largest budget. Default 8192 (about the
 	// 30,000 characters Stagewise aims at).
 	MaxBriefingTokens int
+	// MaxBriefingFraction caps the budget at a fraction of ContextWindow,
+	// which bounds a chained briefing that folds earlier ones in. Default
+	// 0.10.
+	MaxBriefingFraction float64
+	// ForceKeepFraction bounds the kept tail of a forced compaction (a
+	// user's /compact): at most this fraction of the non-pinned history's
+	// tokens and messages stays verbatim, so that the history shrinks
+	// whatever the context window. Default 0.25.
+	ForceKeepFraction float64
+	// UserCapTokens bounds one user message the briefing carries verbatim
+	// when its budget is short; over it the oldest are cut first, with a
+	// marker. Default brief.DefaultUserCapTokens.
+	UserCapTokens int
 	// PerMessageOverhead is added to every message's count for the chat
 	// framing: OpenAI counts 3 tokens per message plus 1 for the role.
 	// Default 4; -1 means none.
@@ -114,6 +130,9 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.MinBriefingTokens, DefaultMinBriefingTokens)
 	setInt(&c.MaxBriefingTokens, DefaultMaxBriefingTokens)
 	setInt(&c.PerMessageOverhead, DefaultPerMessageOverhead)
+	setFloat(&c.ForceKeepFraction, DefaultForceKeepFraction)
+	setFloat(&c.MaxBriefingFraction, DefaultMaxBriefingFraction)
+	setInt(&c.UserCapTokens, brief.DefaultUserCapTokens)
 	return c
 }
 
@@ -160,6 +179,7 @@ func (c Config) Validate() error {
 		{"MinKeepMessages", c.MinKeepMessages},
 		{"MinBriefingTokens", c.MinBriefingTokens},
 		{"MaxBriefingTokens", c.MaxBriefingTokens},
+		{"UserCapTokens", c.UserCapTokens},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
@@ -174,6 +194,8 @@ func (c Config) Validate() error {
 		{"TriggerFraction", c.TriggerFraction, false},
 		{"KeepFraction", c.KeepFraction, true},
 		{"BriefingRatio", c.BriefingRatio, false},
+		{"ForceKeepFraction", c.ForceKeepFraction, true},
+		{"MaxBriefingFraction", c.MaxBriefingFraction, false},
 	}
 	for _, f := range fractions {
 		if math.IsNaN(f.v) || f.v <= 0 || f.v > 1 || (f.openTop && f.v == 1) {
@@ -215,9 +237,16 @@ func (c Config) KeepBudget() int {
 // keepFloor is the fewest messages the kept tail holds.
 func (c Config) keepFloor() int { return max(KeepFloor, c.MinKeepMessages) }
 
-// briefingBudget is the briefing's token budget for a span of spanTokens.
-func (c Config) briefingBudget(spanTokens int) int {
-	b := int(c.BriefingRatio * float64(spanTokens))
+// briefingBudget is the briefing's token budget for a span of spanTokens
+// of which foldedTokens are an earlier briefing at its head: BriefingRatio
+// of the new messages, plus room for what the earlier briefing carried
+// (already condensed, it is not condensed again by the ratio), within
+// MaxBriefingFraction of the context window and [MinBriefingTokens,
+// MaxBriefingTokens]. Chained briefings so reach a steady size: old
+// findings give way to new ones gradually, not all at once.
+func (c Config) briefingBudget(spanTokens, foldedTokens int) int {
+	b := int(c.BriefingRatio*float64(spanTokens-foldedTokens)) + foldedTokens
+	b = min(b, int(c.MaxBriefingFraction*float64(c.ContextWindow)))
 	return min(max(b, c.MinBriefingTokens), c.MaxBriefingTokens)
 }
 

@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 )
 
 // EngineVersion names the engine's rules (trigger, boundary, briefing
 // format). It is stored in every briefing so a replay can tell whether the
 // rules changed since.
-const EngineVersion = "briefd-compact/1"
+const EngineVersion = "briefd-compact/2"
 
 // LedgerShare is the share of the briefing budget given to the evidence
 // ledger when a Summarizer writes the briefing; the model's narrative gets
@@ -37,10 +38,10 @@ type Engine struct {
 	summarizer Summarizer
 	logger     *slog.Logger
 	now        func() time.Time
-	// extract caches the deterministic briefing's per-message work.
-	extract *ExtractCache
-	// brief builds the deterministic briefing; Brief except in tests.
-	brief func(BriefInput) (*Draft, error)
+	// steps caches the briefing writer's reading of tool calls.
+	steps *brief.Cache
+	// brief writes the deterministic briefing; brief.Write except in tests.
+	brief func(context.Context, brief.Input) (*brief.Draft, error)
 }
 
 // Option configures an Engine.
@@ -67,7 +68,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: Brief, extract: NewExtractCache(0)}
+	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -107,8 +108,13 @@ type Request struct {
 	// caller has it: its position and ledger carry over into the new one.
 	// It is used only when the compacted span begins with its message.
 	Previous *briefd.Briefing
-	// Force compacts even when no trigger fires.
+	// Force compacts even when no trigger fires, as a user's /compact
+	// does: the kept tail is then at most Config.ForceKeepFraction of the
+	// non-pinned history, so that a meaningful part is compacted.
 	Force bool
+	// Focus is free text naming what the briefing must keep above all
+	// ("everything about the migration"); what it names ranks higher.
+	Focus string
 }
 
 // Result is the outcome of Compact. When Compacted is false, Reason says
@@ -133,6 +139,9 @@ type Result struct {
 	// messages alone need more, since they are always carried (up to the
 	// user-message cap). The briefing text never exceeds it.
 	BudgetTokens int
+	// Coverage is the deterministic briefing's report on itself: what of
+	// the span it carries and what it left out for size.
+	Coverage *brief.Coverage
 }
 
 // Compact runs the pipeline on one history: validate, count, trigger,
@@ -163,20 +172,30 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	}
 
 	pinned := pinnedFlags(msgs)
-	at, err := e.cfg.boundary(msgs, counts, pinned)
+	at, err := e.cfg.boundary(msgs, counts, pinned, req.Force)
 	if err != nil {
 		return notCompacted(err.Error())
 	}
 	reason := strings.Join(append([]string{why}, at.notes...), "; ")
 
-	span, spanTokens, pinnedTokens := splitSpan(msgs, counts, pinned, at.index)
+	head, span, spanTokens, pinnedTokens := splitSpan(msgs, counts, pinned, at.index)
 	prev := matchPrevious(req.Previous, span)
-	budget := e.cfg.briefingBudget(spanTokens)
-	draft, err := e.brief(BriefInput{Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count, Cache: e.extract})
+	folded := 0
+	if len(span) > 0 && span[0].IsBriefing() {
+		folded = e.counter.CountMessage(&span[0])
+	}
+	budget := e.cfg.briefingBudget(spanTokens, folded)
+	in := brief.Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count,
+		Cache: e.steps, UserCapTokens: e.cfg.UserCapTokens, Focus: req.Focus}
+	draft, err := e.brief(ctx, in)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, context.Cause(ctx))
+		}
 		return nil, fmt.Errorf("compact: conversation %q: deterministic briefing: %w", req.ConversationID, err)
 	}
 	res.BudgetTokens = max(budget, draft.BudgetTokens)
+	res.Coverage = &draft.Coverage
 
 	b := &briefd.Briefing{
 		ConversationID: req.ConversationID,
@@ -199,8 +218,9 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		// verbatim, within the same budget: the ledger it gets is built to
 		// LedgerShare of the budget, leaving the rest for the narrative.
 		// The full-budget draft stays the fallback.
-		ledger, err := e.brief(BriefInput{Span: span, Previous: prev, BudgetTokens: int(float64(budget) * LedgerShare),
-			CountTokens: e.counter.Count, Cache: e.extract})
+		lin := in
+		lin.BudgetTokens = int(float64(budget) * LedgerShare)
+		ledger, err := e.brief(ctx, lin)
 		if err != nil {
 			return nil, fmt.Errorf("compact: conversation %q: evidence ledger: %w", req.ConversationID, err)
 		}
@@ -284,19 +304,20 @@ func (e *Engine) summarize(ctx context.Context, in SummaryInput) (sum *Summary, 
 	return sum, sum.Attempts, nil
 }
 
-// splitSpan returns the non-pinned messages before the boundary (the span
-// to compact), their tokens, and the tokens of the pinned messages before
-// the boundary (which stay).
-func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int) (span []briefd.Message, spanTokens, pinnedTokens int) {
+// splitSpan returns the pinned messages before the boundary (which stay,
+// and give the briefing its context), the non-pinned ones (the span to
+// compact), the span's tokens, and the pinned messages' tokens.
+func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int) (head, span []briefd.Message, spanTokens, pinnedTokens int) {
 	for i := range boundary {
 		if pinned[i] {
 			pinnedTokens += counts[i]
+			head = append(head, msgs[i])
 			continue
 		}
 		span = append(span, msgs[i])
 		spanTokens += counts[i]
 	}
-	return span, spanTokens, pinnedTokens
+	return head, span, spanTokens, pinnedTokens
 }
 
 // matchPrevious returns prev when the span begins with its briefing

@@ -57,7 +57,7 @@ func TestCompactSharedHistories(t *testing.T) {
 				counts, _, _ := e.countMessages(t.Context(), req.Messages)
 				pinned := pinnedFlags(req.Messages)
 				short, small := false, false
-				if at, err := e.cfg.boundary(req.Messages, counts, pinned); err != nil {
+				if at, err := e.cfg.boundary(req.Messages, counts, pinned, req.Force); err != nil {
 					n := 0
 					for _, p := range pinned {
 						if !p {
@@ -66,7 +66,7 @@ func TestCompactSharedHistories(t *testing.T) {
 					}
 					short = n <= e.cfg.keepFloor()
 				} else {
-					_, spanTokens, _ := splitSpan(req.Messages, counts, pinned, at.index)
+					_, _, spanTokens, _ := splitSpan(req.Messages, counts, pinned, at.index)
 					small = spanTokens < 2*e.cfg.MinBriefingTokens && strings.Contains(res.Reason, "would not shrink")
 				}
 				if !short && !small {

@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 )
 
 // fakeBrief is a small deterministic briefing that respects the budget,
 // so the engine's tests do not depend on the real one.
-func fakeBrief(in BriefInput) (*Draft, error) {
+func fakeBrief(_ context.Context, in brief.Input) (*brief.Draft, error) {
 	lines := []string{"Briefing of the earlier conversation.\n"}
 	total := in.CountTokens(lines[0])
 	for _, m := range in.Span {
@@ -32,7 +33,7 @@ func fakeBrief(in BriefInput) (*Draft, error) {
 	for len(lines) > 1 && in.CountTokens(strings.Join(lines, "")) > in.BudgetTokens {
 		lines = lines[:len(lines)-1]
 	}
-	return &Draft{Text: strings.Join(lines, ""), Structured: json.RawMessage(`{"messages":` + fmt.Sprint(len(in.Span)) + `}`)}, nil
+	return &brief.Draft{Text: strings.Join(lines, ""), Structured: json.RawMessage(`{"messages":` + fmt.Sprint(len(in.Span)) + `}`)}, nil
 }
 
 var testTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -83,7 +84,8 @@ func TestCompactTriggers(t *testing.T) {
 		{name: "steps", cfg: Config{StepsTrigger: 25, ContextWindow: 2500, MinMessages: 100}, msgs: msgs, compacted: true, reason: "steps: 30 assistant steps since the last compaction (every 25)"},
 		{name: "steps not reached", cfg: Config{StepsTrigger: 31, ContextWindow: 2500, MinMessages: 100}, msgs: msgs, reason: "below trigger"},
 		{name: "chars", cfg: Config{CharThreshold: 1000, ContextWindow: 2500, MinMessages: 100}, msgs: msgs, compacted: true, reason: "size: "},
-		{name: "forced but too short", cfg: Config{}, msgs: msgs[:8], force: true, reason: "nothing to compact: the kept tail starts at or before the first non-pinned message a0 (#2)"},
+		{name: "forced keeps a bounded tail", cfg: Config{}, msgs: msgs[:12], force: true, compacted: true, reason: "forced: the kept tail is at most 0.25"},
+		{name: "forced but nothing before the tail", cfg: Config{}, msgs: msgs[:3], force: true, reason: "nothing to compact"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +103,7 @@ func TestCompactTriggers(t *testing.T) {
 				}
 				return
 			}
-			checkResult(t, e, Request{Messages: tt.msgs}, res)
+			checkResult(t, e, Request{Messages: tt.msgs, Force: tt.force}, res)
 		})
 	}
 }
@@ -138,7 +140,7 @@ func TestCompactBriefing(t *testing.T) {
 	if b.TokensBefore != res.TokensBefore || b.TokensAfter >= b.TokensBefore {
 		t.Fatalf("tokens %d -> %d", b.TokensBefore, b.TokensAfter)
 	}
-	if limit := max(e.cfg.briefingBudget(b.SpanTokens), res.BudgetTokens); e.CountTokens(b.Text) > limit {
+	if limit := max(e.cfg.briefingBudget(b.SpanTokens, 0), res.BudgetTokens); e.CountTokens(b.Text) > limit {
 		t.Fatalf("briefing %d tokens, budget %d", e.CountTokens(b.Text), limit)
 	}
 	checkResult(t, e, Request{Messages: msgs}, res)
@@ -221,8 +223,8 @@ func TestCompactCancelled(t *testing.T) {
 
 func TestCompactNoShrink(t *testing.T) {
 	e := newTestEngine(t, Config{ContextWindow: 2000, MinKeepMessages: 5})
-	e.brief = func(in BriefInput) (*Draft, error) {
-		return &Draft{Text: strings.Repeat("padding words ", 5000)}, nil
+	e.brief = func(_ context.Context, in brief.Input) (*brief.Draft, error) {
+		return &brief.Draft{Text: strings.Repeat("padding words ", 5000)}, nil
 	}
 	msgs := bigHistory(10)
 	res, err := e.Compact(t.Context(), Request{Messages: msgs, Force: true})
@@ -237,7 +239,7 @@ func TestCompactNoShrink(t *testing.T) {
 func TestCompactBriefError(t *testing.T) {
 	e := newTestEngine(t, Config{ContextWindow: 2000, MinKeepMessages: 5})
 	boom := errors.New("boom")
-	e.brief = func(BriefInput) (*Draft, error) { return nil, boom }
+	e.brief = func(context.Context, brief.Input) (*brief.Draft, error) { return nil, boom }
 	if _, err := e.Compact(t.Context(), Request{Messages: bigHistory(10), Force: true}); !errors.Is(err, boom) {
 		t.Fatalf("err = %v", err)
 	}
@@ -459,7 +461,7 @@ func checkResult(t testing.TB, e *Engine, req Request, res *Result) {
 		fail("briefing tokens %d, recounted %d", b.BriefingTokens, got)
 	}
 	// The budget grows past the configured one only to carry user messages.
-	budget := e.cfg.briefingBudget(b.SpanTokens)
+	budget := e.cfg.briefingBudget(b.SpanTokens, 0)
 	if res.BudgetTokens > budget && !slices.ContainsFunc(msgs[:cut], func(m briefd.Message) bool { return m.Role == briefd.RoleUser }) {
 		fail("budget raised to %d (configured %d) with no user message to carry", res.BudgetTokens, budget)
 	}
@@ -481,13 +483,14 @@ func checkResult(t testing.TB, e *Engine, req Request, res *Result) {
 		tailTokens += n
 	}
 	kept := len(msgs) - cut
-	if counts[len(msgs)-1] <= cfg.KeepBudget() && kept < cfg.keepFloor() {
-		fail("tail of %d messages, floor %d", kept, cfg.keepFloor())
+	budget, floor, _ := cfg.keepLimits(counts, pinnedFlags(msgs), req.Force)
+	if counts[len(msgs)-1] <= budget && kept < floor {
+		fail("tail of %d messages, floor %d", kept, floor)
 	}
-	if tailTokens-counts[cut] > cfg.KeepBudget() && kept > cfg.keepFloor() {
+	if tailTokens-counts[cut] > budget && kept > floor {
 		justified := msgs[cut].Role == briefd.RoleUser || (cut+1 < len(msgs) && msgs[cut+1].Role == briefd.RoleTool)
 		if !justified {
-			fail("tail of %d tokens over the budget %d with no rule requiring it", tailTokens, cfg.KeepBudget())
+			fail("tail of %d tokens over the budget %d with no rule requiring it", tailTokens, budget)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 )
 
 // Summarizer writes a briefing with a language model. The engine calls it
@@ -36,7 +37,7 @@ type SummaryInput struct {
 	// Draft is the deterministic evidence briefing of the span: its ledger
 	// must be carried into the model's briefing verbatim, and it is the
 	// fallback when the model fails.
-	Draft *Draft
+	Draft *brief.Draft
 	// BudgetTokens is the most tokens the briefing text may use.
 	BudgetTokens int
 	// CountTokens counts tokens with the engine's encoding.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // Options tune a run. The zero value takes the defaults.
@@ -272,7 +273,7 @@ func scoreOne(ctx context.Context, h *briefd.History, opts Options, counter *com
 		}
 	}
 	source := src.String()
-	for _, id := range compact.Identifiers(text) {
+	for _, id := range ident.Identifiers(text) {
 		if !strings.Contains(source, id) {
 			c.Fabricated = append(c.Fabricated, id)
 		}
@@ -327,11 +328,11 @@ func identSet(msgs []briefd.Message) map[string]bool {
 		if m.IsBriefing() {
 			text, _ = briefd.UnwrapBriefing(text)
 		}
-		for _, id := range compact.Identifiers(text) {
+		for _, id := range ident.Identifiers(text) {
 			set[id] = true
 		}
 		for _, tc := range m.ToolCalls {
-			for _, id := range compact.Identifiers(tc.Function.Arguments) {
+			for _, id := range ident.Identifiers(tc.Function.Arguments) {
 				set[id] = true
 			}
 		}

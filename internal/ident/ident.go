@@ -1,4 +1,9 @@
-package compact
+// Package ident finds identifiers in text: the paths, URLs, ids, codes,
+// versions and names that an agent must get back verbatim. The briefing
+// writer ranks and carries them, the LLM tier's fidelity gate checks that a
+// model invented none, and the quality report counts them, all with the
+// same rules.
+package ident
 
 import (
 	"strings"
@@ -8,7 +13,8 @@ import (
 // Identifiers returns the identifiers found in text, verbatim and in order
 // of first appearance, each once: URLs, e-mail addresses, file paths (with a
 // slash or a known extension), ids (tokens mixing letters and digits such as
-// olivia_gonzalez_2305, HAT188 or Z7GOZK), hex hashes and UUIDs, error codes
+// olivia_gonzalez_2305, HAT188 or Z7GOZK), exception class names
+// (ValueError), hex hashes and UUIDs, error codes
 // (E501, auth.E003), versions (v1.2.3, 4.0.1), dates, numbers of note (four
 // or more digits, decimals, numbers with a unit) and names quoted in
 // backticks (`clear_cache`). Plain words are never identifiers.
@@ -28,6 +34,35 @@ func Identifiers(text string) []string {
 	}
 	scanIdentifiers(text, add)
 	return out
+}
+
+// Scan calls emit for every identifier occurrence of text, in order,
+// duplicates included, without allocating beyond what emit keeps.
+func Scan(text string, emit func(string)) { scanIdentifiers(text, emit) }
+
+// IsPath reports whether an identifier names a file or directory: it has a
+// slash, or ends in a known file extension; URLs and e-mail addresses are
+// not paths.
+func IsPath(id string) bool {
+	if strings.HasPrefix(id, "http") || strings.Contains(id, "@") {
+		return false
+	}
+	if strings.Contains(id, "/") {
+		return true
+	}
+	i := strings.LastIndexByte(id, '.')
+	return i > 0 && knownExtensions[id[i+1:]]
+}
+
+// IsNumeric reports whether an identifier is only digits and dots (a line
+// number, a decimal, a version without letters): it names nothing by itself.
+func IsNumeric(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if (id[i] < '0' || id[i] > '9') && id[i] != '.' {
+			return false
+		}
+	}
+	return id != ""
 }
 
 // scanIdentifiers calls emit for every identifier occurrence of text, in
@@ -240,6 +275,9 @@ func isIdentifier(t string) bool {
 	if other > 0 {
 		return false
 	}
+	if dots == 0 && digits == 0 && dashes == 0 && isExceptionName(t) {
+		return true
+	}
 	if dots > 0 {
 		if ext := t[strings.LastIndexByte(t, '.')+1:]; knownExtensions[ext] && strings.LastIndexByte(t, '.') > 0 {
 			return !strings.Contains(t, "..")
@@ -270,6 +308,25 @@ func isIdentifier(t string) bool {
 		return len(t) >= 5 && (t[0] < '0' || t[0] > '9')
 	}
 	return false
+}
+
+// isExceptionName accepts a CamelCase exception class name: ValueError,
+// OperationalError, IntegrityException. The agent searches for it, catches
+// it, and quotes it again, so it is an identifier although it has no digit.
+func isExceptionName(t string) bool {
+	if len(t) < 8 || t[0] < 'A' || t[0] > 'Z' {
+		return false
+	}
+	if !strings.HasSuffix(t, "Error") && !strings.HasSuffix(t, "Exception") {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 func isEmail(t string) bool {

@@ -1,4 +1,4 @@
-package compact
+package ident
 
 import (
 	"slices"
@@ -31,8 +31,9 @@ func TestIdentifiersSnippets(t *testing.T) {
 		{"versions", "Running tests with Astropy version 4.0.dev24590. Matplotlib: 3.9.2, Freetype: 2.6.1, go v1.22",
 			[]string{"4.0.dev24590", "3.9.2", "2.6.1", "v1.22"}},
 		{"error codes", "reproduce.py:3:1: E501 line too long; SystemCheckError: auth.E003 'username' must be unique",
-			[]string{"reproduce.py", "E501", "auth.E003"}},
-		{"exception line", "TypeError: type() takes 1 or 3 arguments", nil},
+			[]string{"reproduce.py", "E501", "SystemCheckError", "auth.E003"}},
+		{"exception line", "TypeError: type() takes 1 or 3 arguments", []string{"TypeError"}},
+		{"short exception-like words", "an Error occurred; MyError", nil},
 		{"backticks", "The fix goes in `deserialize_fk_value`, not in `the` helper; `Model(**data)` stays.",
 			[]string{"deserialize_fk_value"}},
 		{"numbers of note", "-rw-r--r-- 1 root root 12288 Oct 24 2024 tox.ini, took 0.004s, 300ms, page 7 of 42",

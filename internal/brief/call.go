@@ -1,0 +1,880 @@
+package brief
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/briefd/briefd/internal/ident"
+)
+
+// What a tool call did, read from its name and arguments: the kind of step
+// and the operations on files. Agents reach files through a shell (bash,
+// execute_bash), an editor tool (str_replace_editor), a Python cell, or the
+// commands of an agent framework (SWE-agent's open/edit/create); API tools
+// (get_reservation_details, cancel_reservation) read or change records.
+
+// kind is what a step did, most telling first when a call does several
+// things (an edit piped into a view is an edit).
+type kind uint8
+
+const (
+	kindOther   kind = iota
+	kindList         // ls, tree, pwd
+	kindInstall      // pip install
+	kindView         // read a file or a diff
+	kindSearch       // grep, find
+	kindLookup       // a read-only API tool
+	kindHTTP         // curl, wget
+	kindRun          // run a script or program
+	kindTest         // run tests
+	kindThink        // a think tool
+	kindWrite        // create or overwrite a file
+	kindEdit         // change part of a file
+	kindDelete       // remove a file
+	kindRevert       // undo changes to a file
+	kindMutate       // an API tool that changes a record
+	kindFinish       // submit, finish
+)
+
+var kindNames = [...]string{"other", "list", "install", "view", "search", "lookup", "http", "run", "test", "think",
+	"write", "edit", "delete", "revert", "mutate", "finish"}
+
+func (k kind) String() string { return kindNames[k] }
+
+// changes reports whether a step of this kind changes files or records.
+func (k kind) changes() bool {
+	return k == kindWrite || k == kindEdit || k == kindDelete || k == kindRevert || k == kindMutate
+}
+
+// fileOp is one operation on one file.
+type fileOp struct {
+	path string
+	op   kind   // kindView, kindWrite, kindEdit, kindDelete, kindRevert, kindRun, kindSearch
+	what string // the change: "line 917: `_default_manager` → `_base_manager`", a view's line range
+	body string // the content written, for small writes
+	noop bool   // a change that changes nothing (s/x/x/)
+}
+
+// call is one tool call, classified.
+type call struct {
+	tool   string
+	kind   kind
+	label  string // the command or arguments, one line, clipped
+	target string // what it acted on: a path, a URL, a record id, a script
+	ops    []fileOp
+	args   map[string]string // scalar arguments of an API tool
+	url    string            // an HTTP request's URL
+	method string
+	thought string // a think tool's thought, a finish tool's message
+	// editorOpen: a SWE-agent command that acts on the open file, whose
+	// path the result's header names (edit, goto, scroll_down).
+	editorOpen bool
+}
+
+var shellTools = map[string]bool{"bash": true, "execute_bash": true, "shell": true, "run": true, "run_command": true,
+	"terminal": true, "cmd": true, "sh": true, "exec": true, "run_shell_command": true, "execute_command": true}
+
+var editorTools = map[string]bool{"str_replace_editor": true, "file_editor": true, "edit_file": true, "view": true,
+	"read_file": true, "write_file": true, "create_file": true, "str_replace_based_edit_tool": true, "editor": true}
+
+// classifyCall reads one tool call.
+func classifyCall(name, rawArgs string) call {
+	args := parseArgs(rawArgs)
+	switch {
+	case shellTools[name]:
+		cmd := argString(args, "command", "cmd", "script", "input")
+		if cmd == "" && args == nil {
+			cmd = rawArgs
+		}
+		c := classifyShell(cmd)
+		c.tool = name
+		return c
+	case editorTools[name]:
+		return classifyEditor(name, args)
+	case name == "execute_ipython_cell" || name == "ipython" || name == "python" || name == "run_python":
+		c := classifyPython(argString(args, "code", "source", "cell"))
+		c.tool = name
+		return c
+	case name == "think":
+		t := argString(args, "thought", "content", "text")
+		return call{tool: name, kind: kindThink, label: clip(t, 160), thought: t}
+	case name == "finish" || name == "submit" || name == "done" || name == "task_complete" || name == "attempt_completion":
+		t := argString(args, "message", "summary", "answer", "result", "final_answer")
+		return call{tool: name, kind: kindFinish, label: name, thought: t}
+	}
+	return classifyAPI(name, args, rawArgs)
+}
+
+func parseArgs(raw string) map[string]any {
+	var v map[string]any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+func argString(a map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if s, ok := a[k].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+var readPrefixes = []string{"get_", "search_", "list_", "find_", "lookup_", "check_", "fetch_", "read_", "query_", "calculate", "retrieve_", "show_", "view_", "describe_"}
+
+// classifyAPI reads a call to an API tool: read-only by its name's verb,
+// else a change.
+func classifyAPI(name string, args map[string]any, raw string) call {
+	c := call{tool: name, kind: kindMutate, args: scalarArgs(args)}
+	for _, p := range readPrefixes {
+		if strings.HasPrefix(name, p) {
+			c.kind = kindLookup
+			break
+		}
+	}
+	if strings.HasPrefix(name, "transfer_to") {
+		c.kind = kindFinish
+	}
+	c.label = name + "(" + argLabel(args, raw) + ")"
+	c.target = primaryArg(args)
+	return c
+}
+
+// scalarArgs keeps an API call's string and number arguments.
+func scalarArgs(a map[string]any) map[string]string {
+	if len(a) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(a))
+	for k, v := range a {
+		if s := scalarString(v); s != "" {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case json.Number:
+		return x.String()
+	}
+	return ""
+}
+
+// argLabel renders API arguments as k=v pairs in key order, nested values
+// condensed.
+func argLabel(a map[string]any, raw string) string {
+	if a == nil {
+		return clip(raw, 160)
+	}
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(condenseValue(a[k], 1))
+	}
+	return clip(b.String(), 240)
+}
+
+// primaryArg is the argument that names the object a call acts on: an
+// "*_id" or "id" argument, else the first string argument by key order.
+func primaryArg(a map[string]any) string {
+	keys := make([]string, 0, len(a))
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "id" || strings.HasSuffix(k, "_id") {
+			if s, ok := a[k].(string); ok {
+				return s
+			}
+		}
+	}
+	for _, k := range keys {
+		if s, ok := a[k].(string); ok && len(s) <= 64 {
+			return s
+		}
+	}
+	return ""
+}
+
+// classifyEditor reads a call to a file editor tool (OpenHands and
+// Anthropic's str_replace_editor, and the plain read/write tools).
+func classifyEditor(name string, a map[string]any) call {
+	path := argString(a, "path", "file", "file_path", "filename", "target_file")
+	cmd := argString(a, "command")
+	c := call{tool: name, target: path}
+	switch {
+	case cmd == "create" || name == "write_file" || name == "create_file":
+		body := argString(a, "file_text", "content", "contents", "text")
+		c.kind = kindWrite
+		c.ops = []fileOp{{path: path, op: kindWrite, what: "written (" + lineCount(body) + ")", body: body}}
+		c.label = "create " + path
+	case cmd == "str_replace" || name == "edit_file" && argString(a, "old_str", "old_string") != "":
+		old, nw := argString(a, "old_str", "old_string"), argString(a, "new_str", "new_string")
+		c.kind = kindEdit
+		c.ops = []fileOp{{path: path, op: kindEdit, what: replaceNote(old, nw), noop: old == nw}}
+		c.label = "str_replace " + path
+	case cmd == "insert":
+		nw := argString(a, "new_str", "text")
+		line := scalarString(a["insert_line"])
+		c.kind = kindEdit
+		c.ops = []fileOp{{path: path, op: kindEdit, what: "inserted after line " + line + ": " + quoteCode(firstCodeLine(nw), 90)}}
+		c.label = "insert " + path + ":" + line
+	case cmd == "undo_edit":
+		c.kind = kindRevert
+		c.ops = []fileOp{{path: path, op: kindRevert, what: "last edit undone"}}
+		c.label = "undo_edit " + path
+	default:
+		c.kind = kindView
+		what := ""
+		if r, ok := a["view_range"].([]any); ok && len(r) == 2 {
+			what = "lines " + scalarString(r[0]) + "-" + scalarString(r[1])
+		}
+		c.ops = []fileOp{{path: path, op: kindView, what: what}}
+		c.label = "view " + path
+		if what != "" {
+			c.label += " " + what
+		}
+	}
+	return c
+}
+
+var (
+	pyOpenWrite = regexp.MustCompile(`open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]`)
+	pyWriteText = regexp.MustCompile(`(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|['"]([^'"\n]+)['"])\.write_text\(`)
+	pyOpenRead  = regexp.MustCompile(`open(?:_file)?\(\s*(?:r|f)?['"]([^'"\n]+)['"]`)
+	pyEditCall  = regexp.MustCompile(`(?:edit_file_by_replace|insert_content_at_line|append_file|edit_file)\(\s*(?:file_name=)?['"]([^'"]+)['"]`)
+	pyCreate    = regexp.MustCompile(`create_file\(\s*['"]([^'"]+)['"]`)
+)
+
+// classifyPython reads Python code run by a tool: the files it writes
+// (open(..., "w"), write_text, the OpenHands editing helpers) make it an
+// edit; otherwise it is a run.
+func classifyPython(code string) call {
+	c := call{kind: kindRun, label: "python: " + clip(firstCodeLine(code), 120)}
+	for _, m := range pyEditCall.FindAllStringSubmatch(code, -1) {
+		c.ops = append(c.ops, fileOp{path: m[1], op: kindEdit, what: "edited by a Python cell"})
+	}
+	for _, m := range pyCreate.FindAllStringSubmatch(code, -1) {
+		c.ops = append(c.ops, fileOp{path: m[1], op: kindWrite, what: "created by a Python cell"})
+	}
+	for _, p := range pythonWrites(code) {
+		c.ops = append(c.ops, fileOp{path: p, op: kindEdit, what: "rewritten by a Python script"})
+	}
+	if len(c.ops) > 0 {
+		c.kind = kindEdit
+		c.target = c.ops[0].path
+		return c
+	}
+	if m := pyOpenRead.FindStringSubmatch(code); m != nil {
+		c.ops = append(c.ops, fileOp{path: m[1], op: kindView})
+		c.target = m[1]
+	}
+	return c
+}
+
+func pythonWrites(code string) []string {
+	var out []string
+	for _, m := range pyOpenWrite.FindAllStringSubmatch(code, -1) {
+		out = appendNew(out, m[1])
+	}
+	for _, m := range pyWriteText.FindAllStringSubmatch(code, -1) {
+		out = appendNew(out, m[1]+m[2])
+	}
+	return out
+}
+
+// ---- shell ----
+
+var searchProgs = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true,
+	"find": true, "fd": true, "locate": true, "search_dir": true, "search_file": true, "find_file": true}
+var listProgs = map[string]bool{"ls": true, "tree": true, "pwd": true, "du": true, "stat": true, "file": true,
+	"which": true, "type": true, "whoami": true, "id": true, "uname": true, "env": true, "printenv": true, "df": true}
+var viewProgs = map[string]bool{"cat": true, "head": true, "tail": true, "nl": true, "less": true, "more": true,
+	"bat": true, "wc": true, "od": true, "xxd": true, "hexdump": true, "strings": true, "readelf": true, "objdump": true}
+var testProgs = map[string]bool{"pytest": true, "py.test": true, "tox": true, "nox": true, "runtests.py": true,
+	"jest": true, "mocha": true, "vitest": true, "ctest": true, "phpunit": true, "rspec": true}
+var runProgs = map[string]bool{"node": true, "ruby": true, "perl": true, "bash": true, "sh": true, "go": true,
+	"cargo": true, "java": true, "make": true, "npm": true, "yarn": true, "npx": true, "ponyc": true, "gcc": true,
+	"cc": true, "clang": true, "rustc": true, "javac": true, "cmake": true, "php": true, "Rscript": true, "deno": true,
+	"gdb": true, "nc": true, "ncat": true, "ssh": true, "openssl": true, "sqlite3": true, "psql": true, "mysql": true,
+	"docker": true, "checksec": true, "r2": true, "radare2": true, "decompile": true, "disassemble": true, "debug_start": true,
+	"connect_start": true, "connect_sendline": true, "binwalk": true, "exiftool": true, "unzip": true, "tar": true, "tshark": true}
+
+// classifyShell reads a shell line: the most telling command decides the
+// kind, and every command contributes its file operations.
+func classifyShell(line string) call {
+	c := call{kind: kindOther, label: clip(shellLabel(line), 160)}
+	cmds := parseShell(line)
+	editorFile := ""
+	for i := range cmds {
+		k, ops := classifyCommand(&cmds[i], i > 0 && cmds[i-1].piped)
+		if k == kindEdit && len(ops) == 0 && cmds[i].prog() == "edit" {
+			c.editorOpen = true
+		}
+		if (cmds[i].prog() == "goto" || strings.HasPrefix(cmds[i].prog(), "scroll_")) && len(ops) == 0 {
+			c.editorOpen = true
+		}
+		if k > c.kind || c.kind == kindOther {
+			c.kind = k
+		}
+		c.ops = append(c.ops, ops...)
+		if cmds[i].prog() == "curl" || cmds[i].prog() == "wget" {
+			c.url, c.method = httpRequest(&cmds[i])
+			if c.target == "" {
+				c.target = c.url
+			}
+		}
+		if cmds[i].prog() == "open" && len(cmds[i].operands()) > 0 {
+			editorFile = cmds[i].operands()[0]
+		}
+	}
+	_ = editorFile
+	if c.kind == kindWrite && strings.Contains(line, "<<") {
+		// A here-document: name the file, not the first line of the text.
+		for _, op := range c.ops {
+			if op.op == kindWrite && op.body != "" {
+				c.label = "write " + op.path + " (" + lineCount(op.body) + ", here-document)"
+				break
+			}
+		}
+	}
+	if c.target == "" {
+		for _, op := range c.ops {
+			if op.op == c.kind || c.target == "" {
+				c.target = op.path
+			}
+		}
+	}
+	if c.target == "" {
+		c.target = commandHead(line)
+	}
+	return c
+}
+
+// shellLabel is a command line for display: the first line, with a leading
+// "cd DIR &&" dropped, and a here-document shown by its first line only.
+func shellLabel(line string) string {
+	s := strings.TrimSpace(line)
+	for strings.HasPrefix(s, "cd ") {
+		i := strings.Index(s, "&&")
+		if i < 0 {
+			break
+		}
+		s = strings.TrimSpace(s[i+2:])
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		rest := strings.Count(s[i:], "\n")
+		s = strings.TrimSpace(s[:i]) + " …(" + strconv.Itoa(rest) + " more lines)"
+	}
+	return s
+}
+
+// commandHead is the program and first operand of a line, to tell retries
+// of the same command apart from other commands.
+func commandHead(line string) string {
+	cmds := parseShell(line)
+	for i := range cmds {
+		p := cmds[i].prog()
+		if p == "cd" || p == "" {
+			continue
+		}
+		ops := cmds[i].operands()
+		if len(ops) > 0 {
+			return p + " " + ops[0]
+		}
+		return p
+	}
+	return clip(line, 60)
+}
+
+// classifyCommand reads one simple command.
+func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
+	prog := c.prog()
+	ops := c.operands()
+	var out []fileOp
+	if c.out != "" && c.out != "/dev/null" && !strings.HasPrefix(c.out, "&") {
+		op := kindWrite
+		what := "written"
+		if c.appends {
+			op, what = kindEdit, "appended"
+		}
+		body := c.heredoc
+		if body == "" && (prog == "echo" || prog == "printf") {
+			body = strings.Join(ops, " ") + "\n"
+		}
+		if body != "" {
+			what += " (" + lineCount(body) + ")"
+		}
+		out = append(out, fileOp{path: c.out, op: op, what: what, body: body})
+		if prog == "cat" || prog == "echo" || prog == "printf" || prog == "tee" || prog == "" {
+			return op, out
+		}
+	}
+	switch {
+	case prog == "":
+		return kindOther, out
+	case prog == "cd" || prog == "export" || prog == "source" || prog == "set" || prog == "true" || prog == "sleep":
+		return kindOther, out
+	case prog == "echo" && len(ops) > 0 && strings.Contains(ops[0], "COMPLETE_TASK"):
+		return kindFinish, out
+	case prog == "submit":
+		return kindFinish, out
+	case prog == "sed":
+		return classifySed(c, out)
+	case prog == "tee":
+		for _, p := range ops {
+			out = append(out, fileOp{path: p, op: kindWrite, what: "written", body: c.heredoc})
+		}
+		return kindWrite, out
+	case prog == "rm":
+		for _, p := range ops {
+			out = append(out, fileOp{path: p, op: kindDelete, what: "deleted"})
+		}
+		return kindDelete, out
+	case prog == "mv" && len(ops) == 2:
+		return kindWrite, append(out, fileOp{path: ops[0], op: kindDelete, what: "moved to " + ops[1]},
+			fileOp{path: ops[1], op: kindWrite, what: "moved from " + ops[0]})
+	case prog == "cp" && len(ops) >= 2:
+		return kindWrite, append(out, fileOp{path: ops[len(ops)-1], op: kindWrite, what: "copied from " + ops[0]})
+	case prog == "touch" || prog == "create":
+		for _, p := range ops {
+			out = append(out, fileOp{path: p, op: kindWrite, what: "created empty"})
+		}
+		return kindWrite, out
+	case prog == "mkdir" || prog == "chmod":
+		return kindOther, out
+	case prog == "patch":
+		return kindEdit, append(out, fileOp{path: firstPathLike(ops), op: kindEdit, what: "patched"})
+	case prog == "git" && len(ops) > 0 && (ops[0] == "apply" || ops[0] == "am"):
+		return kindEdit, append(out, fileOp{path: firstPathLike(ops[1:]), op: kindEdit, what: "patched"})
+	case prog == "git":
+		return classifyGit(c, out)
+	case prog == "edit":
+		// SWE-agent: edit A:B replaces lines of the open file; the file is
+		// named by the result's header.
+		return kindEdit, out
+	case prog == "open" || prog == "goto" || strings.HasPrefix(prog, "scroll_"):
+		if prog == "open" && len(ops) > 0 {
+			what := ""
+			if len(ops) > 1 {
+				what = "around line " + ops[1]
+			}
+			out = append(out, fileOp{path: ops[0], op: kindView, what: what})
+		}
+		return kindView, out
+	case (prog == "grep" || prog == "rg") && (c.hasFlag('A', "") || c.hasFlag('B', "") || c.hasFlag('C', "")) && !c.hasFlag('r', "") && !c.hasFlag('R', ""):
+		// grep with context in one file shows parts of it: a view.
+		if len(ops) >= 2 {
+			out = append(out, fileOp{path: ops[len(ops)-1], op: kindView, what: "around " + clip(ops[0], 40)})
+		}
+		return kindView, out
+	case searchProgs[prog] || prog == "git" && len(ops) > 0 && ops[0] == "grep":
+		return kindSearch, out
+	case listProgs[prog]:
+		return kindList, out
+	case viewProgs[prog] || prog == "awk" && len(ops) > 1:
+		if fromPipe {
+			return kindView, out
+		}
+		for _, p := range ops {
+			if p != "" && !strings.HasPrefix(p, "+") && !isNumber(p) {
+				out = append(out, fileOp{path: p, op: kindView})
+			}
+		}
+		return kindView, out
+	case prog == "python" || prog == "python3" || strings.HasPrefix(prog, "python3."):
+		return classifyPythonCommand(c, out)
+	case testProgs[prog] || prog == "go" && len(ops) > 0 && ops[0] == "test" ||
+		(prog == "npm" || prog == "yarn" || prog == "cargo" || prog == "make") && len(ops) > 0 && ops[0] == "test":
+		return kindTest, out
+	case prog == "pip" || prog == "pip3" || prog == "apt-get" || prog == "apt" || prog == "conda" || prog == "poetry" ||
+		prog == "npm" && len(ops) > 0 && (ops[0] == "install" || ops[0] == "i"):
+		return kindInstall, out
+	case prog == "curl" || prog == "wget" || prog == "http":
+		return kindHTTP, out
+	case runProgs[prog] || strings.HasPrefix(c.words[0], "./"):
+		k := kindRun
+		if len(ops) > 0 {
+			out = append(out, fileOp{path: ops[0], op: kindRun})
+		} else if strings.HasPrefix(c.words[0], "./") {
+			out = append(out, fileOp{path: c.words[0], op: kindRun})
+		}
+		return k, out
+	}
+	return kindOther, out
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && s[i] != ',' && s[i] != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// classifyPythonCommand reads python [-c CODE | - <<EOF | -m MOD | SCRIPT].
+func classifyPythonCommand(c *shellCmd, out []fileOp) (kind, []fileOp) {
+	args := c.args()
+	code := ""
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "-c" && i+1 < len(args):
+			code = args[i+1]
+		case args[i] == "-m" && i+1 < len(args):
+			mod := args[i+1]
+			if mod == "pytest" || mod == "unittest" || mod == "nose" || strings.HasSuffix(mod, "runtests") || strings.Contains(mod, "test") {
+				return kindTest, out
+			}
+			return kindRun, out
+		case args[i] == "-":
+			code = c.heredoc
+		case !strings.HasPrefix(args[i], "-"):
+			script := args[i]
+			if strings.Contains(script, "runtests") || strings.Contains(script, "manage.py") && slices.Contains(args, "test") ||
+				strings.HasPrefix(baseName(script), "test_") || strings.HasSuffix(script, "_test.py") {
+				return kindTest, append(out, fileOp{path: script, op: kindRun})
+			}
+			return kindRun, append(out, fileOp{path: script, op: kindRun})
+		}
+	}
+	if code == "" {
+		code = c.heredoc
+	}
+	if code == "" {
+		return kindRun, out
+	}
+	py := classifyPython(code)
+	return py.kind, append(out, py.ops...)
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// classifyGit reads git commands: checkout/restore/reset/stash of paths
+// undo changes; diff/status/log/show read.
+func classifyGit(c *shellCmd, out []fileOp) (kind, []fileOp) {
+	ops := c.operands()
+	if len(ops) == 0 {
+		return kindOther, out
+	}
+	sub := ops[0]
+	rest := ops[1:]
+	switch sub {
+	case "checkout", "restore":
+		if c.hasFlag('b', "") || c.hasFlag(0, "--orphan") {
+			return kindOther, out
+		}
+		paths := rest
+		for _, p := range paths {
+			if p == "HEAD" || p == "." && len(paths) == 1 {
+				continue
+			}
+			out = append(out, fileOp{path: p, op: kindRevert, what: "reverted with git " + sub})
+		}
+		if len(out) == 0 {
+			out = append(out, fileOp{path: ".", op: kindRevert, what: "reverted with git " + sub})
+		}
+		return kindRevert, out
+	case "stash", "reset":
+		if sub == "reset" && !c.hasFlag(0, "--hard") {
+			return kindOther, out
+		}
+		if sub == "stash" && len(rest) > 0 && (rest[0] == "pop" || rest[0] == "apply") {
+			return kindWrite, append(out, fileOp{path: ".", op: kindWrite, what: "restored with git stash"})
+		}
+		if sub == "stash" && len(rest) > 0 && rest[0] != "push" && rest[0] != "save" {
+			return kindView, out // list, show
+		}
+		return kindRevert, append(out, fileOp{path: ".", op: kindRevert, what: "reverted with git " + sub})
+	case "diff", "status", "log", "show", "blame":
+		return kindView, out
+	}
+	return kindOther, out
+}
+
+var sedSubst = regexp.MustCompile(`^\s*(\d+(?:,\d+)?|/[^/]*/)?\s*s(.)`)
+
+// classifySed reads sed: -i edits files (a substitution whose pattern and
+// replacement are equal is a no-op), -n 'A,Bp' reads lines.
+func classifySed(c *shellCmd, out []fileOp) (kind, []fileOp) {
+	args := c.args()
+	inPlace := false
+	var scripts, files []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-i" || strings.HasPrefix(a, "-i") && !strings.HasPrefix(a, "-in") || a == "--in-place" || strings.HasPrefix(a, "--in-place="):
+			inPlace = true
+		case a == "-e" || a == "--expression":
+			if i+1 < len(args) {
+				scripts = append(scripts, args[i+1])
+				i++
+			}
+		case a == "-n" || a == "-E" || a == "-r" || a == "-z" || a == "-s" || a == "-u":
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			if strings.Contains(a, "i") {
+				inPlace = true
+			}
+		case len(scripts) == 0:
+			scripts = append(scripts, a)
+		default:
+			files = append(files, a)
+		}
+	}
+	if !inPlace {
+		what := ""
+		if len(scripts) > 0 {
+			what = sedRange(scripts[0])
+		}
+		for _, f := range files {
+			out = append(out, fileOp{path: f, op: kindView, what: what})
+		}
+		return kindView, out
+	}
+	what, noop := sedChange(scripts)
+	for _, f := range files {
+		out = append(out, fileOp{path: f, op: kindEdit, what: what, noop: noop})
+	}
+	return kindEdit, out
+}
+
+// sedRange turns "10,20p" into "lines 10-20".
+func sedRange(script string) string {
+	s := strings.TrimSpace(script)
+	s = strings.TrimSuffix(s, "p")
+	if a, b, ok := strings.Cut(s, ","); ok && isNumber(a) && isNumber(b) {
+		return "lines " + a + "-" + b
+	}
+	if isNumber(s) {
+		return "line " + s
+	}
+	return ""
+}
+
+// sedChange describes sed scripts' substitutions, and reports whether they
+// all change nothing.
+func sedChange(scripts []string) (string, bool) {
+	var parts []string
+	noop := len(scripts) > 0
+	for _, sc := range scripts {
+		for _, one := range strings.Split(sc, ";") {
+			m := sedSubst.FindStringSubmatchIndex(one)
+			if m == nil {
+				noop = false
+				if t := strings.TrimSpace(one); t != "" {
+					parts = append(parts, "`"+clip(t, 80)+"`")
+				}
+				continue
+			}
+			addr := ""
+			if m[2] >= 0 {
+				addr = one[m[2]:m[3]]
+			}
+			delim := one[m[4]:m[5]]
+			fields := splitUnescaped(one[m[5]:], delim)
+			if len(fields) < 2 {
+				noop = false
+				parts = append(parts, "`"+clip(strings.TrimSpace(one), 80)+"`")
+				continue
+			}
+			from, to := fields[0], fields[1]
+			if from != to {
+				noop = false
+			}
+			p := "`" + clip(from, 70) + "` → `" + clip(to, 70) + "`"
+			switch {
+			case addr != "" && isNumber(strings.ReplaceAll(addr, ",", "")):
+				p = "line " + strings.ReplaceAll(addr, ",", "-") + ": " + p
+			case addr != "":
+				p = "where " + addr + ": " + p
+			case len(fields) > 2 && strings.Contains(fields[2], "g"):
+				p = "every " + p
+			}
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "; "), noop
+}
+
+// splitUnescaped splits s on delim, honouring backslash escapes.
+func splitUnescaped(s, delim string) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			if string(s[i+1]) == delim {
+				cur.WriteByte(s[i+1])
+			} else {
+				cur.WriteByte(s[i])
+				cur.WriteByte(s[i+1])
+			}
+			i++
+			continue
+		}
+		if strings.HasPrefix(s[i:], delim) {
+			out = append(out, cur.String())
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(s[i])
+	}
+	return append(out, cur.String())
+}
+
+// httpRequest reads a curl or wget command: URL and method (with its
+// payload).
+func httpRequest(c *shellCmd) (url, method string) {
+	args := c.args()
+	method = "GET"
+	var data []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-X" || a == "--request":
+			if i+1 < len(args) {
+				method = args[i+1]
+				i++
+			}
+		case a == "-d" || a == "--data" || a == "--data-raw" || a == "--data-binary" || a == "--data-urlencode" || a == "-F" || a == "--form":
+			if i+1 < len(args) {
+				data = append(data, args[i+1])
+				if method == "GET" {
+					method = "POST"
+				}
+				i++
+			}
+		case a == "-H" || a == "-o" || a == "-u" || a == "-A" || a == "-b" || a == "-e" || a == "--header" || a == "--cookie" || a == "-w":
+			i++
+		case strings.HasPrefix(a, "http://") || strings.HasPrefix(a, "https://") || url == "" && !strings.HasPrefix(a, "-") && strings.Contains(a, "."):
+			if url == "" {
+				url = a
+			}
+		}
+	}
+	if len(data) > 0 {
+		method += " " + strings.Join(data, " ")
+	}
+	return url, method
+}
+
+// replaceNote describes a str_replace by the part that changed: the common
+// prefix and suffix of old and new are dropped.
+func replaceNote(old, nw string) string {
+	if old == nw {
+		return "no change (old and new text are equal)"
+	}
+	a, b := trimCommon(old, nw)
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	switch {
+	case a == "":
+		return "added " + quoteCode(firstCodeLine(b), 100) + moreLines(b)
+	case b == "":
+		return "removed " + quoteCode(firstCodeLine(a), 100) + moreLines(a)
+	}
+	return quoteCode(firstCodeLine(a), 80) + moreLines(a) + " → " + quoteCode(firstCodeLine(b), 100) + moreLines(b)
+}
+
+// trimCommon drops the common prefix and suffix of two texts, on line
+// boundaries where possible so the change reads as whole lines.
+func trimCommon(a, b string) (string, string) {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	if k := strings.LastIndexByte(a[:i], '\n'); k >= 0 {
+		i = k + 1
+	} else {
+		i = 0
+	}
+	j := 0
+	for j < len(a)-i && j < len(b)-i && a[len(a)-1-j] == b[len(b)-1-j] {
+		j++
+	}
+	if k := strings.IndexByte(a[len(a)-j:], '\n'); k >= 0 {
+		j -= k
+	} else {
+		j = 0
+	}
+	return a[i : len(a)-j], b[i : len(b)-j]
+}
+
+func moreLines(s string) string {
+	n := strings.Count(strings.TrimSpace(s), "\n")
+	if n == 0 {
+		return ""
+	}
+	return " (+" + strconv.Itoa(n) + " lines)"
+}
+
+// firstCodeLine is the first non-blank line of code, trimmed.
+func firstCodeLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if t := strings.TrimSpace(l); t != "" {
+			return t
+		}
+	}
+	return ""
+}
+
+func quoteCode(s string, max int) string {
+	return "`" + clip(strings.ReplaceAll(s, "`", "'"), max) + "`"
+}
+
+func lineCount(s string) string {
+	n := strings.Count(s, "\n")
+	if s != "" && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	if n == 1 {
+		return "1 line"
+	}
+	return strconv.Itoa(n) + " lines"
+}
+
+func firstPathLike(ops []string) string {
+	for _, o := range ops {
+		if ident.IsPath(o) {
+			return o
+		}
+	}
+	return ""
+}
+
+func appendNew(s []string, v string) []string {
+	if v == "" || slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}

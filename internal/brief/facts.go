@@ -1,0 +1,641 @@
+package brief
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// What one step showed, in words, at three levels of detail: full (the
+// result with the lines the agent reacted to and its own reading of it),
+// short (the result's gist), minimal (the call and its outcome). The
+// renderer picks a level per step by priority and recency.
+
+const (
+	levelFull = iota
+	levelShort
+	levelMin
+	levels
+)
+
+// group is one or more consecutive steps told as one line: retries of the
+// same call with the same outcome, or a run of searches that found nothing.
+type group struct {
+	steps    []*step
+	negative bool // searches with no match
+}
+
+func (g *group) first() *step { return g.steps[0] }
+func (g *group) last() *step  { return g.steps[len(g.steps)-1] }
+
+// groupSteps merges consecutive steps that tell the same thing.
+func groupSteps(steps []*step) []*group {
+	var out []*group
+	for _, s := range steps {
+		if len(out) > 0 {
+			g := out[len(out)-1]
+			p := g.last()
+			switch {
+			case g.negative && noMatch(s):
+				g.steps = append(g.steps, s)
+				continue
+			case p.f.call.label == s.f.call.label && sameOutcome(p, s) && !s.f.call.kind.changes():
+				g.steps = append(g.steps, s)
+				continue
+			}
+		}
+		out = append(out, &group{steps: []*step{s}, negative: noMatch(s)})
+	}
+	return out
+}
+
+// noMatch reports a search (or a listing of a path) that found nothing.
+func noMatch(s *step) bool {
+	k := s.f.call.kind
+	if k != kindSearch {
+		return false
+	}
+	o := &s.f.out
+	if o.empty && !s.failed {
+		return true
+	}
+	_, n := searchHits(o.lines)
+	return n == 0 && !s.failed
+}
+
+func sameOutcome(a, b *step) bool {
+	return a.failed == b.failed && a.f.out.errLine == b.f.out.errLine && a.f.out.tests == b.f.out.tests &&
+		strings.Join(a.f.out.short, "\n") == strings.Join(b.f.out.short, "\n")
+}
+
+// ids renders the group's message ids: [m0007] or [m0007, m0011] or
+// [m0010–m0018].
+func (g *group) ids() string {
+	if len(g.steps) == 1 {
+		return "[" + g.first().id() + "]"
+	}
+	if len(g.steps) > 3 {
+		return "[" + g.first().id() + "–" + g.last().lastID() + "]"
+	}
+	parts := make([]string, len(g.steps))
+	for i, s := range g.steps {
+		parts[i] = s.id()
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// text renders the group at a level.
+func (g *group) text(m *model, level int) string {
+	s := g.last()
+	if g.negative && len(g.steps) > 1 {
+		var labels []string
+		for _, x := range g.steps {
+			labels = appendNew(labels, clip(x.f.call.label, []int{90, 60, 40}[level]))
+		}
+		max := []int{5, 3, 2}[level]
+		more := ""
+		if len(labels) > max {
+			more = "; +" + strconv.Itoa(len(labels)-max) + " more"
+			labels = labels[:max]
+		}
+		return g.ids() + " " + strconv.Itoa(len(g.steps)) + " searches, no match: " + strings.Join(labels, "; ") + more
+	}
+	labelMax := []int{140, 90, 60}[level]
+	var b strings.Builder
+	b.WriteString(g.ids())
+	b.WriteByte(' ')
+	b.WriteString(callText(s, labelMax))
+	if len(g.steps) > 1 {
+		b.WriteString(" (×" + strconv.Itoa(len(g.steps)) + ")")
+	}
+	res := resultText(m, s, level)
+	if res != "" {
+		b.WriteString(" → ")
+		b.WriteString(res)
+	}
+	if level == levelFull {
+		if r := reading(s); r != "" {
+			b.WriteString(" Agent: \"" + r + "\"")
+		}
+	}
+	return b.String()
+}
+
+// callText is how a step's call reads: the command, or tool(args).
+func callText(s *step, max int) string {
+	c := &s.f.call
+	l := c.label
+	if c.kind == kindThink {
+		l = "think"
+	}
+	return clip(l, max)
+}
+
+// reading is the first sentence of the assistant's text after the result,
+// when it says what the result meant (not what it will do next).
+func reading(s *step) string {
+	for _, sent := range sentences(s.react) {
+		if isIntention(sent) || !isReading(sent) {
+			return ""
+		}
+		return clip(sent, 170)
+	}
+	return ""
+}
+
+// isReading reports whether a sentence interprets a result, rather than
+// announcing an action ("Running the script.") or wondering aloud.
+func isReading(s string) bool {
+	if len(s) < 25 || strings.HasSuffix(s, "?") {
+		return false
+	}
+	first := strings.Fields(s)[0]
+	if strings.HasSuffix(first, "ing") && first[0] >= 'A' && first[0] <= 'Z' {
+		return false // Running, Checking, Creating
+	}
+	for _, w := range []string{"Now", "Let", "Next", "OK", "Okay", "Great", "Good", "Maybe", "Perhaps", "Wait", "Hmm", "So,", "First", "Then"} {
+		if first == w || strings.HasPrefix(first, w+",") {
+			return false
+		}
+	}
+	return true
+}
+
+// resultText says what a step showed, by kind.
+func resultText(m *model, s *step, level int) string {
+	f := s.f
+	o := &f.out
+	c := &f.call
+	if c.kind == kindThink {
+		return clip(c.thought, []int{300, 140, 60}[level])
+	}
+	if c.kind == kindFinish {
+		return clip("finished: "+cmpOr(c.thought, firstNonEmpty(o.short)), []int{240, 120, 40}[level])
+	}
+	if o.empty && !s.failed && len(o.lines) == 0 {
+		switch {
+		case c.kind == kindSearch:
+			return "no match"
+		case c.kind.changes():
+			return changeText(s, level)
+		}
+		if o.hasExit {
+			return "ok, no output"
+		}
+		return "no output"
+	}
+	if s.failed {
+		return failureText(s, level)
+	}
+	switch c.kind {
+	case kindTest:
+		if o.tests != "" {
+			return testText(o, level)
+		}
+	case kindSearch:
+		return searchText(s, level)
+	case kindEdit, kindWrite, kindDelete, kindRevert:
+		return changeText(s, level)
+	case kindLookup, kindMutate:
+		if len(f.records) > 0 {
+			return recordsText(m, s, level)
+		}
+	case kindHTTP:
+		return httpText(m, s, level)
+	case kindView:
+		return viewText(s, level)
+	case kindList:
+		return listText(o, level)
+	}
+	if o.tests != "" {
+		return testText(o, level)
+	}
+	return outputText(s, level)
+}
+
+func failureText(s *step, level int) string {
+	o := &s.f.out
+	var b strings.Builder
+	switch {
+	case o.timeout:
+		b.WriteString("timed out")
+	case o.hasExit:
+		b.WriteString("exit " + strconv.Itoa(o.exit))
+	default:
+		b.WriteString("failed")
+	}
+	if level == levelMin {
+		if o.errLine != "" {
+			b.WriteString(": " + clip(o.errLine, 90))
+		}
+		return b.String()
+	}
+	if o.tests != "" {
+		b.WriteString(": " + testText(o, level))
+		return b.String()
+	}
+	if o.errLine != "" {
+		b.WriteString(": " + clip(o.errLine, []int{220, 140}[level]))
+		if o.errAt != "" && level == levelFull {
+			b.WriteString(" (at " + o.errAt + ")")
+		}
+		return b.String()
+	}
+	if l := salient(s, 2); len(l) > 0 && level == levelFull {
+		b.WriteString(": " + strings.Join(l, " | "))
+	} else if len(o.short) > 0 {
+		b.WriteString(": " + clip(strings.Join(o.short, " | "), []int{240, 120}[level]))
+	} else if t := lastMeaningful(o.lines); t != "" {
+		b.WriteString(": " + clip(t, []int{160, 100}[level]))
+	}
+	return b.String()
+}
+
+func testText(o *output, level int) string {
+	t := o.tests
+	if len(o.failed) > 0 {
+		max := []int{4, 2, 1}[level]
+		t += "; " + strings.Join(headLines(o.failed, max), "; ")
+	}
+	return clip(t, []int{320, 180, 100}[level])
+}
+
+// searchText: no match; up to three hits whole; else the count and the
+// files, with the hits the agent reacted to.
+func searchText(s *step, level int) string {
+	hits, n := searchHits(s.f.out.lines)
+	if n == 0 {
+		return "no match"
+	}
+	if n <= 3 {
+		return clip(strings.Join(hits, " | "), []int{360, 200, 100}[level])
+	}
+	if lines := hitLines(hits); len(lines) == len(hits) {
+		// One file searched: the hits are its lines.
+		t := strconv.Itoa(n) + " hits at lines " + strings.Join(headLines(lines, []int{12, 6, 3}[level]), ", ")
+		if n > []int{12, 6, 3}[level] {
+			t += ", …"
+		}
+		if level == levelFull {
+			if l := salient(s, 2); len(l) > 0 {
+				t += "; incl. " + strings.Join(l, " | ")
+			}
+		}
+		return clip(t, []int{420, 200, 100}[level])
+	}
+	files := hitFiles(hits)
+	t := strconv.Itoa(n) + " hits"
+	if len(files) > 1 {
+		t += " in " + strconv.Itoa(len(files)) + "+ files"
+	}
+	if level == levelMin {
+		return t
+	}
+	max := []int{6, 3}[level]
+	if len(files) > 0 {
+		shown := headLines(files, max)
+		t += ": " + strings.Join(shown, ", ")
+		if len(files) > len(shown) {
+			t += ", …"
+		}
+	}
+	if level == levelFull {
+		if l := salient(s, 2); len(l) > 0 {
+			t += "; incl. " + strings.Join(l, " | ")
+		}
+	}
+	return clip(t, []int{420, 220}[level])
+}
+
+// hitLines returns the line numbers of "N:text" hits.
+func hitLines(hits []string) []string {
+	var out []string
+	for _, h := range hits {
+		i := strings.IndexByte(h, ':')
+		if i <= 0 || !isNumber(h[:i]) {
+			return out
+		}
+		out = append(out, h[:i])
+	}
+	return out
+}
+
+// hitFiles lists the distinct files of search hits, in order.
+func hitFiles(hits []string) []string {
+	var out []string
+	for _, h := range hits {
+		p := h
+		if i := strings.IndexByte(h, ':'); i > 0 {
+			p = h[:i]
+		}
+		if strings.ContainsAny(p, " \t") || isNumber(p) {
+			continue
+		}
+		out = appendNew(out, p)
+	}
+	return out
+}
+
+// changeText describes what an edit, write, delete or revert did; the
+// path is named when the command line does not show it.
+func changeText(s *step, level int) string {
+	var parts []string
+	for _, op := range s.f.call.ops {
+		if op.op == kindView || op.op == kindRun || op.op == kindSearch {
+			continue
+		}
+		what := op.what
+		if op.noop {
+			what = "no change: " + what
+		}
+		if what == "" {
+			what = op.op.String()
+		}
+		if !strings.Contains(s.f.call.label, op.path) {
+			what = op.path + ": " + what
+		}
+		parts = append(parts, what)
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return clip(strings.Join(parts, "; "), []int{300, 160, 80}[level])
+}
+
+// viewText: the file (and lines) read, and the lines the agent then
+// referred to.
+func viewText(s *step, level int) string {
+	o := &s.f.out
+	t := ""
+	if o.fileLines > 0 {
+		t = strconv.Itoa(o.fileLines) + " lines"
+	} else if o.totalLines > 0 {
+		t = strconv.Itoa(o.totalLines) + " lines shown"
+	}
+	if level == levelMin {
+		return t
+	}
+	if len(o.short) > 0 && o.totalLines <= 3 {
+		return clip(strings.Join(o.short, " | "), []int{240, 120}[level])
+	}
+	if l := salient(s, []int{3, 1}[level]); len(l) > 0 {
+		if t != "" {
+			t += "; "
+		}
+		t += "incl. " + strings.Join(l, " | ")
+	}
+	return clip(t, []int{420, 200}[level])
+}
+
+func listText(o *output, level int) string {
+	var entries []string
+	for _, l := range o.lines {
+		entries = append(entries, strings.Fields(l)...)
+	}
+	if len(entries) == 0 {
+		return "empty"
+	}
+	max := []int{24, 10, 0}[level]
+	if max == 0 {
+		return strconv.Itoa(len(entries)) + " entries"
+	}
+	t := strings.Join(headLines(entries, max), " ")
+	if len(entries) > max {
+		t += " … (" + strconv.Itoa(len(entries)) + " entries)"
+	}
+	return clip(t, []int{300, 140}[level])
+}
+
+// outputText: a short output whole; else its first line, the lines the
+// agent referred to, and its length.
+func outputText(s *step, level int) string {
+	o := &s.f.out
+	if len(o.short) > 0 {
+		return clip(strings.Join(o.short, " | "), []int{320, 160, 80}[level])
+	}
+	first := firstMeaningful(o.lines)
+	if level == levelMin {
+		return clip(first, 80)
+	}
+	parts := []string{clip(first, 140)}
+	if level == levelFull {
+		for _, l := range salient(s, 3) {
+			if l != clip(first, 140) {
+				parts = append(parts, l)
+			}
+		}
+		if last := lastMeaningful(o.lines); last != "" && last != first && len(parts) < 4 {
+			parts = append(parts, clip(last, 140))
+		}
+	}
+	t := strings.Join(parts, " | ")
+	if o.totalLines > 5 {
+		t += " (" + strconv.Itoa(o.totalLines) + " lines)"
+	}
+	return clip(t, []int{480, 200}[level])
+}
+
+func firstMeaningful(lines []string) string {
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && t != "[…]" {
+			return t
+		}
+	}
+	return ""
+}
+
+func lastMeaningful(lines []string) string {
+	for i := len(lines) - 1; i >= 0; i-- {
+		if t := strings.TrimSpace(lines[i]); t != "" && t != "[…]" {
+			return t
+		}
+	}
+	return ""
+}
+
+// httpText: a page's title and form fields, and what changed from the
+// previous response of the same URL (or its first lines).
+func httpText(m *model, s *step, level int) string {
+	o := &s.f.out
+	var parts []string
+	if o.title != "" {
+		parts = append(parts, "title \""+o.title+"\"")
+	}
+	if len(o.fields) > 0 {
+		parts = append(parts, "form fields "+strings.Join(o.fields, ", "))
+	}
+	if level != levelMin {
+		prev := previousResponse(m, s)
+		var lines []string
+		for _, l := range htmlOrLines(o) {
+			if prev[l] || l == o.title {
+				continue
+			}
+			lines = append(lines, l)
+		}
+		if len(lines) > 0 {
+			parts = append(parts, clip(strings.Join(headLines(lines, []int{4, 2}[level]), " | "), []int{300, 140}[level]))
+		}
+	}
+	if len(parts) == 0 {
+		return outputText(s, level)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func htmlOrLines(o *output) []string {
+	var out []string
+	for _, l := range o.lines {
+		if t := strings.TrimSpace(l); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// previousResponse returns the lines of the last earlier response from the
+// same URL.
+func previousResponse(m *model, s *step) map[string]bool {
+	url := s.f.call.url
+	if url == "" {
+		return nil
+	}
+	for i := s.n - 1; i >= 0; i-- {
+		p := m.steps[i]
+		if p.f.call.url == url {
+			set := map[string]bool{}
+			for _, l := range htmlOrLines(&p.f.out) {
+				set[l] = true
+			}
+			return set
+		}
+	}
+	return nil
+}
+
+// recordsText: a single record is told in the records section, so the
+// step names it; a list of records is condensed here.
+func recordsText(m *model, s *step, level int) string {
+	recs := s.f.records
+	if len(recs) == 1 && recs[0].id != "" && m.records[recs[0].id] != nil {
+		st := ""
+		if s.f.call.kind == kindMutate {
+			st = ", " + recordStatus(recs[0])
+		}
+		return "record " + recs[0].id + st + " (below)"
+	}
+	max := []int{12, 8, 0}[level]
+	t := strconv.Itoa(len(recs)) + " records"
+	if max == 0 {
+		ids := make([]string, 0, len(recs))
+		for _, r := range recs {
+			ids = append(ids, r.id)
+		}
+		return clip(t+": "+strings.Join(ids, ", "), 160)
+	}
+	var parts []string
+	for _, r := range headLines2(recs, max) {
+		parts = append(parts, r.line(m.prefersField, []int{150, 60}[level]))
+	}
+	t += ": " + strings.Join(parts, " | ")
+	if len(recs) > max {
+		t += " | …"
+	}
+	return clip(t, []int{1400, 420}[level])
+}
+
+func headLines2(r []record, n int) []record {
+	if len(r) > n {
+		return r[:n]
+	}
+	return r
+}
+
+// salient returns up to n lines of a step's output that the assistant's
+// next message refers to: lines sharing its distinctive words or the line
+// numbers it cites.
+func salient(s *step, n int) []string {
+	if s.react == "" || len(s.f.out.lines) == 0 {
+		return nil
+	}
+	words := keyWords(s.react)
+	nums := lineRefs(s.react)
+	if len(words) == 0 && len(nums) == 0 {
+		return nil
+	}
+	type scored struct {
+		i, score int
+	}
+	var best []scored
+	for i, l := range s.f.out.lines {
+		t := strings.TrimSpace(l)
+		if len(t) < 4 || t == "[…]" {
+			continue
+		}
+		low := strings.ToLower(t)
+		score := 0
+		for _, w := range words {
+			if strings.Contains(low, w) {
+				score += 2
+			}
+		}
+		if m := numberedLineRe.FindStringSubmatch(l); m != nil && nums[m[1]] {
+			score += 3
+		}
+		if score > 0 {
+			best = append(best, scored{i, score})
+		}
+	}
+	if len(best) == 0 {
+		return nil
+	}
+	// Highest scores, shown in output order.
+	for i := 1; i < len(best); i++ {
+		for j := i; j > 0 && best[j].score > best[j-1].score; j-- {
+			best[j], best[j-1] = best[j-1], best[j]
+		}
+	}
+	if len(best) > n {
+		best = best[:n]
+	}
+	for i := 1; i < len(best); i++ {
+		for j := i; j > 0 && best[j].i < best[j-1].i; j-- {
+			best[j], best[j-1] = best[j-1], best[j]
+		}
+	}
+	out := make([]string, len(best))
+	for k, b := range best {
+		out[k] = clip(compactNumbered(s.f.out.lines[b.i]), 160)
+	}
+	return out
+}
+
+// compactNumbered turns "   917\t        qs = x" into "917: qs = x".
+func compactNumbered(l string) string {
+	if m := numberedLineRe.FindStringSubmatch(l); m != nil {
+		return m[1] + ": " + strings.TrimSpace(m[2])
+	}
+	return strings.TrimSpace(l)
+}
+
+var lineRefRe = regexp.MustCompile(`(?i)\blines? (\d+)(?:\s*(?:-|–|to|and)\s*(\d+))?`)
+
+// lineRefs returns the line numbers a text cites ("line 917", "lines
+// 917-919").
+func lineRefs(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range lineRefRe.FindAllStringSubmatch(text, 8) {
+		a, _ := strconv.Atoi(m[1])
+		b := a
+		if m[2] != "" {
+			b, _ = strconv.Atoi(m[2])
+		}
+		if b < a || b-a > 5 {
+			b = a
+		}
+		for i := a; i <= b; i++ {
+			out[strconv.Itoa(i)] = true
+		}
+	}
+	return out
+}

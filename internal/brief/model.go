@@ -1,0 +1,929 @@
+package brief
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
+)
+
+// The span model: one pass over the span's messages builds what the
+// briefing reports: the user's messages, the steps with their results, the
+// last known state of every file and record, the errors and what resolved
+// them, the decisions and the intentions the assistant stated.
+
+// step is one tool call of the span with its result.
+type step struct {
+	n       int      // order in the span
+	ids     []string // the calling message and the result message
+	f       *stepFacts
+	failed  bool
+	said    string // the assistant text of the calling message (first call only)
+	react   string // the assistant text right after the result: what it made of it
+	files   []string
+	idents  []string // identifiers of the call and result, to rank the index
+	records []string // ids of records it read or changed
+}
+
+func (s *step) id() string { return s.ids[0] }
+
+// lastID is the result message's id, or the call's.
+func (s *step) lastID() string { return s.ids[len(s.ids)-1] }
+
+// userMsg is one user message, verbatim.
+type userMsg struct {
+	ids  []string
+	text string
+}
+
+// note is a sentence the assistant wrote, with its message.
+type note struct {
+	id   string
+	n    int // the step count when it was written
+	text string
+	done bool // an intention carried out by a call
+}
+
+// fileState is the last known state of one file.
+type fileState struct {
+	path    string // the longest form seen (an absolute path contains the relative one)
+	created string // the message that first wrote it, when the span did
+	changes []change
+	undone  []undo // reverts that undid earlier changes
+	deleted string
+	views   []string // messages that read it
+	viewed  []string // what the views covered ("lines 910-930")
+	runs    []string // messages that ran it
+	lastRun *step
+	content string // its whole content when small and known (a write, an editor echo)
+	missing bool   // a tool said it does not exist
+	n       int    // the last step that touched it
+}
+
+type change struct {
+	id   string
+	what string
+	noop bool
+}
+
+// undo is a revert and the changes it undid.
+type undo struct {
+	id      string
+	what    string
+	changes []change
+}
+
+// net reports whether the file differs from before the span: a change
+// that survived every revert, a write, or a delete.
+func (f *fileState) net() bool {
+	if f.deleted != "" {
+		return f.created == ""
+	}
+	if f.created != "" {
+		return true
+	}
+	for _, c := range f.changes {
+		if !c.noop {
+			return true
+		}
+	}
+	return false
+}
+
+// recordState is the last known state of one record.
+type recordState struct {
+	id      string
+	rec     record
+	readAt  string
+	changed []string // messages of calls that changed it
+	status  string   // the change's outcome, from the mutating call's result
+	n       int
+}
+
+// errState is one error and what became of it.
+type errState struct {
+	line     string
+	at       string // where it was raised
+	ids      []string
+	key      string // what failed: the kind and target of the step
+	resolved string // the message of the first success of the same thing
+	fix      string // what changed between the last failure and that success
+	n        int    // last step it was seen
+	count    int
+}
+
+// model is everything the briefing can say about a span.
+type model struct {
+	head     []briefd.Message
+	policy   string // the system prompt, lower-cased, to rank record fields
+	users    []userMsg
+	harness  []userMsg // harness messages (format reminders), by distinct opening
+	toolErrs []note   // tool errors delivered as user messages
+	steps    []*step
+	files    map[string]*fileState
+	fileKeys []string
+	records  map[string]*recordState
+	recKeys  []string
+	lists    []idList // id lists of records, to tell read from unread
+	errors   []*errState
+	notes    []note // decisions
+	intents  []note
+	asked    *note // the last question the assistant asked the user, unanswered in the span
+	told     []note // what the assistant told the user (its messages without tool calls)
+	finished *step
+	ids      map[string]*identUse // span identifiers
+	idOrder  []string
+	first    string // first and last message ids of the span
+	last     string
+	messages int
+	prior    *prior // the earlier briefing folded in
+	// argValues maps each argument value of a call to the last step that
+	// passed it, to tell read ids from unread.
+	argValues map[string]int
+	// userAt is the step count when the last user message came.
+	userAt int
+}
+
+type idList struct {
+	id    string // the message
+	owner string // the record holding the list
+	field string
+	ids   []string
+}
+
+type identUse struct {
+	msgs   int
+	spoken bool // in a user or assistant text or a call's arguments
+	last   int
+}
+
+// build reads the span into a model.
+func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *model {
+	m := &model{head: head, files: map[string]*fileState{}, records: map[string]*recordState{},
+		ids: map[string]*identUse{}, argValues: map[string]int{}}
+	keepWarnings := taskMentionsWarnings(head)
+	for i := range head {
+		if head[i].Role == briefd.RoleSystem {
+			m.policy += strings.ToLower(head[i].Content.String()) + "\n"
+		}
+	}
+	results := map[string]*briefd.Message{}
+	for i := range span {
+		if span[i].Role == briefd.RoleTool && span[i].ToolCallID != "" {
+			results[span[i].ToolCallID] = &span[i]
+		}
+	}
+	var lastStep *step
+	for i := range span {
+		msg := &span[i]
+		if m.first == "" {
+			m.first = msg.ID
+		}
+		m.last = msg.ID
+		switch {
+		case msg.IsBriefing():
+			m.prior = foldPrior(msg, prev)
+			if m.prior.first != "" && m.first == msg.ID {
+				m.first = m.prior.first
+			}
+			m.foldHarness()
+			continue
+		case msg.Role == briefd.RoleTool:
+			m.messages++
+			continue // read with its call
+		}
+		m.messages++
+		text := msg.Content.String()
+		switch msg.Role {
+		case briefd.RoleUser:
+			m.readUser(msg, text)
+			lastStep = nil
+		case briefd.RoleAssistant:
+			thought := stripThought(text)
+			if lastStep != nil && thought != "" {
+				lastStep.react = thought
+			}
+			m.scanIdents(thought, true)
+			m.readAssistant(msg, thought)
+			first := true
+			for k := range msg.ToolCalls {
+				tc := &msg.ToolCalls[k]
+				res := results[tc.ID]
+				s := &step{n: len(m.steps), ids: []string{msg.ID}, f: cache.step(tc, res, keepWarnings)}
+				if res != nil {
+					s.ids = append(s.ids, res.ID)
+				}
+				if first {
+					s.said = thought
+					first = false
+				}
+				m.scanIdents(tc.Function.Arguments, true)
+				if res != nil {
+					m.scanIdents(res.Content.String(), false)
+				}
+				for _, v := range s.f.call.args {
+					m.argValues[v] = s.n
+				}
+				m.addStep(s)
+				lastStep = s
+			}
+			if len(msg.ToolCalls) == 0 {
+				lastStep = nil
+			}
+		default:
+			lastStep = nil
+		}
+	}
+	m.markIntentions()
+	return m
+}
+
+// harnessMark labels a quoted harness reminder in the user section.
+const harnessMark = "harness reminder, not from the user: "
+
+// foldHarness takes the harness reminders an earlier briefing quoted out of
+// its user entries, so that each distinct one stays quoted once.
+func (m *model) foldHarness() {
+	users := m.prior.entries[secUser][:0]
+	for _, e := range m.prior.entries[secUser] {
+		_, quote, ok := strings.Cut(e.Text, harnessMark)
+		if !ok {
+			users = append(users, e)
+			continue
+		}
+		m.harness = append(m.harness, userMsg{ids: e.IDs, text: strings.TrimSuffix(quote, " […]")})
+	}
+	m.prior.entries[secUser] = users
+}
+
+// taskMentionsWarnings reports whether the pinned task is about a warning,
+// so that warning lines in outputs are results, not noise.
+func taskMentionsWarnings(head []briefd.Message) bool {
+	for i := range head {
+		if head[i].Role == briefd.RoleUser {
+			t := strings.ToLower(head[i].Content.String())
+			return strings.Contains(t, "warning") || strings.Contains(t, "deprecat")
+		}
+	}
+	return false
+}
+
+// readUser files a user message: the user's words, a harness reminder, or
+// a tool error delivered in the user role.
+func (m *model) readUser(msg *briefd.Message, text string) {
+	t := strings.TrimSpace(text)
+	switch {
+	case t == "":
+		return
+	case isHarness(t):
+		// The assistant message it answers was a malformed action, not a
+		// message to the user.
+		if m.asked != nil && len(m.told) > 0 && m.told[len(m.told)-1].id == m.asked.id {
+			m.told = m.told[:len(m.told)-1]
+		}
+		m.asked = nil
+		key := headOf(t, harnessQuote)
+		for i := range m.harness {
+			if headOf(m.harness[i].text, harnessQuote) == key {
+				m.harness[i].ids = append(m.harness[i].ids, msg.ID)
+				return
+			}
+		}
+		m.harness = append(m.harness, userMsg{ids: []string{msg.ID}, text: t})
+		return
+	case isToolError(t):
+		m.toolErrs = append(m.toolErrs, note{id: msg.ID, n: len(m.steps), text: t})
+		return
+	}
+	m.asked = nil
+	m.userAt = len(m.steps)
+	m.scanIdents(t, true)
+	for i := range m.users {
+		if m.users[i].text == t {
+			m.users[i].ids = append(m.users[i].ids, msg.ID)
+			return
+		}
+	}
+	m.users = append(m.users, userMsg{ids: []string{msg.ID}, text: t})
+}
+
+// harnessQuote is how much of a harness message or a tool error in the
+// user role the briefing quotes verbatim: enough to recognise it.
+const harnessQuote = 130
+
+// Harness reminders: the agent framework's own messages in the user role.
+var harnessRe = regexp.MustCompile(`^(?:Please always provide EXACTLY ONE action|Your (?:last )?(?:output|response) (?:must|did not|was)|Please format your (?:response|output)|Invalid format|Your command ran successfully and did not produce any output|The output of your last command was too long)`)
+
+func isHarness(t string) bool { return harnessRe.MatchString(t) }
+
+// Tool errors in the user role (OpenHands error observations without a
+// call are converted that way).
+var toolErrorRe = regexp.MustCompile(`^(?:Parameter '.+' is expected to be one of|ERROR:|Invalid .* parameter|Error: (?:Invalid|Missing|Unknown) |Tool .* (?:failed|not found)|Missing required parameter)`)
+
+func isToolError(t string) bool { return toolErrorRe.MatchString(t) }
+
+// stripThought drops a framework's "THOUGHT:" label and code blocks (the
+// command is read from the call).
+func stripThought(text string) string {
+	t := strings.TrimSpace(text)
+	t = strings.TrimPrefix(t, "THOUGHT:")
+	t = strings.TrimPrefix(t, "Thought:")
+	if strings.Contains(t, "```") {
+		var b strings.Builder
+		in := false
+		for _, l := range strings.Split(t, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				in = !in
+				continue
+			}
+			if !in {
+				b.WriteString(l)
+				b.WriteByte('\n')
+			}
+		}
+		t = b.String()
+	}
+	return strings.TrimSpace(t)
+}
+
+// readAssistant keeps decisions, intentions and questions to the user.
+func (m *model) readAssistant(msg *briefd.Message, thought string) {
+	if thought == "" {
+		return
+	}
+	for _, s := range sentences(thought) {
+		switch {
+		case isIntention(s):
+			m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: len(msg.ToolCalls) > 0})
+		case isDecision(s):
+			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
+		}
+	}
+	if len(msg.ToolCalls) == 0 {
+		m.asked = &note{id: msg.ID, n: len(m.steps), text: thought}
+		m.told = append(m.told, note{id: msg.ID, n: len(m.steps), text: thought})
+	}
+}
+
+var (
+	intentRe = regexp.MustCompile(`(?i)^(?:now,? |next,? |then,? |first,? |finally,? )?(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|we need to|I should|I want to|my next step|the next step)\b`)
+	// decisionRe marks a sentence that decides, explains a cause, or
+	// concludes from evidence.
+	decisionRe = regexp.MustCompile(`(?i)\b(?:instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
+)
+
+func isIntention(s string) bool { return intentRe.MatchString(s) }
+
+// isDecision keeps a marked sentence that names something (code, a path, an
+// identifier): "it works" alone tells the next agent nothing.
+func isDecision(s string) bool {
+	if len(s) < 30 || strings.HasSuffix(s, "?") || !decisionRe.MatchString(s) {
+		return false
+	}
+	switch strings.TrimRight(strings.Fields(s)[0], ",") {
+	case "Maybe", "Perhaps", "Wait", "Hmm", "Possibly", "If", "Unless":
+		return false // speculation, not a decision
+	}
+	return strings.Contains(s, "`") || len(ident.Identifiers(s)) > 0 || len(keyWords(s)) > 0
+}
+
+// sentences splits prose into sentences, dropping code lines and list
+// markers.
+func sentences(text string) []string {
+	var out []string
+	for _, para := range strings.Split(text, "\n") {
+		p := strings.TrimSpace(para)
+		p = strings.TrimLeft(p, "-*• ")
+		if p == "" || strings.HasPrefix(p, "#") && !strings.HasPrefix(p, "# ") {
+			continue
+		}
+		for p != "" {
+			i := sentenceEnd(p)
+			s := strings.TrimSpace(p[:i])
+			p = strings.TrimSpace(p[i:])
+			if len(s) >= 12 {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// sentenceEnd returns the end of the first sentence of p: after ". ", "! ",
+// "? " (not inside a path or a number), or the whole paragraph.
+func sentenceEnd(p string) int {
+	for i := 0; i < len(p)-1; i++ {
+		c := p[i]
+		if (c == '.' || c == '!' || c == '?') && p[i+1] == ' ' && i > 0 && p[i-1] != '.' {
+			return i + 1
+		}
+		if (c == '.' || c == '!' || c == '?') && i+1 < len(p) && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && p[i-1] >= 'a' && p[i-1] <= 'z' {
+			// "message.Next, I'll" (a missing space)
+			return i + 1
+		}
+	}
+	return len(p)
+}
+
+// scanIdents counts the span's identifiers.
+func (m *model) scanIdents(text string, spoken bool) {
+	if text == "" {
+		return
+	}
+	n := len(m.steps)
+	seen := map[string]bool{}
+	ident.Scan(headOf(text, 200_000), func(id string) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		u := m.ids[id]
+		if u == nil {
+			u = &identUse{}
+			m.ids[id] = u
+			m.idOrder = append(m.idOrder, id)
+		}
+		u.msgs++
+		u.spoken = u.spoken || spoken
+		u.last = n
+	})
+}
+
+// addStep files a step and what it did to files, records and errors.
+func (m *model) addStep(s *step) {
+	f := s.f
+	o := &f.out
+	s.failed = stepFailed(f)
+	m.steps = append(m.steps, s)
+	for _, op := range f.call.ops {
+		m.fileOp(s, op)
+	}
+	for _, p := range o.missing {
+		if fs := m.file(p, f.call.kind == kindList || f.call.kind == kindView); fs != nil && len(fs.changes) == 0 && fs.created == "" {
+			fs.missing = true
+			fs.n = s.n
+			fs.views = appendNew(fs.views, s.id())
+		}
+	}
+	switch f.call.kind {
+	case kindLookup, kindMutate, kindOther:
+		m.readRecords(s)
+	case kindFinish:
+		m.finished = s
+	}
+	m.trackError(s)
+}
+
+// stepFailed decides whether a step failed: a non-zero exit (but grep's
+// "no match"), a timeout, failing tests, an editor's refusal, or, where the
+// tool reports no exit status, an error line. A file view's content may
+// hold error-like lines, so there only the tool's own complaints count.
+func stepFailed(f *stepFacts) bool {
+	o := &f.out
+	k := f.call.kind
+	switch {
+	case o.timeout || len(o.failed) > 0 && !o.testsOK:
+		return true
+	case o.hasExit && o.exit != 0:
+		return !(k == kindSearch && o.exit == 1 && o.errLine == "")
+	case o.hasExit:
+		return k == kindEdit && editFailed(o)
+	case k == kindEdit && editFailed(o):
+		return true
+	case o.errLine == "":
+		return false
+	case k == kindView || k == kindSearch || k == kindList || k == kindWrite || k == kindEdit:
+		return toolComplaint(o.errLine)
+	}
+	return true
+}
+
+// toolComplaint reports an error line written by the tool, not read from a
+// file.
+func toolComplaint(line string) bool {
+	return strings.HasPrefix(line, "ERROR") || strings.HasPrefix(line, "Error:") || strings.HasPrefix(line, "error:") ||
+		strings.Contains(line, "No such file") || strings.Contains(line, "cannot access") || strings.Contains(line, "command not found") ||
+		strings.Contains(line, "Permission denied")
+}
+
+// editFailed reports an editor's refusal ("No replacement was performed").
+func editFailed(o *output) bool {
+	for _, l := range headLines(o.lines, 3) {
+		if strings.Contains(l, "No replacement was performed") || strings.Contains(l, "did not appear verbatim") ||
+			strings.HasPrefix(l, "Your proposed edit has introduced new syntax error") {
+			return true
+		}
+	}
+	return false
+}
+
+func headLines(l []string, n int) []string {
+	if len(l) > n {
+		return l[:n]
+	}
+	return l
+}
+
+// file returns the state of a path, matching relative and absolute forms of
+// the same file; it creates one when create is set.
+func (m *model) file(p string, create bool) *fileState {
+	p = strings.TrimPrefix(strings.TrimSpace(p), "./")
+	if p == "" || p == "." || p == "/dev/null" || strings.ContainsAny(p, "*?$`()<>|;&{}") || isNumber(p) {
+		return nil
+	}
+	if f, ok := m.files[p]; ok {
+		return f
+	}
+	for _, k := range m.fileKeys {
+		if strings.HasSuffix(k, "/"+p) || strings.HasSuffix(p, "/"+k) {
+			f := m.files[k]
+			if len(p) > len(f.path) {
+				f.path = p
+			}
+			m.files[p] = f
+			return f
+		}
+	}
+	if !create {
+		return nil
+	}
+	f := &fileState{path: p}
+	m.files[p] = f
+	m.fileKeys = append(m.fileKeys, p)
+	return f
+}
+
+// fileOp applies one operation to the file states.
+func (m *model) fileOp(s *step, op fileOp) {
+	if op.path == "" {
+		return
+	}
+	if op.op == kindWrite && op.what == "restored with git stash" {
+		// git stash pop: the changes the last stash undid are back.
+		for _, k := range m.fileKeys {
+			f := m.files[k]
+			if n := len(f.undone); n > 0 && strings.Contains(f.undone[n-1].what, "stash") && !s.failed {
+				f.changes = append(f.undone[n-1].changes, change{id: s.id(), what: "restored by git stash pop"})
+				f.undone = f.undone[:n-1]
+			}
+		}
+		return
+	}
+	if op.op == kindRevert && op.path == "." {
+		// git stash / checkout .: every changed file is back.
+		for _, k := range m.fileKeys {
+			f := m.files[k]
+			if len(f.changes) > 0 && !s.failed {
+				f.undone = append(f.undone, undo{id: s.id(), what: op.what, changes: f.changes})
+				f.changes = nil
+			}
+		}
+		return
+	}
+	f := m.file(op.path, true)
+	if f == nil {
+		return
+	}
+	f.n = s.n
+	s.files = appendNew(s.files, f.path)
+	switch op.op {
+	case kindView:
+		f.views = append(f.views, s.id())
+		if op.what != "" {
+			f.viewed = appendNew(f.viewed, op.what)
+		}
+		if o := &s.f.out; o.file != "" && o.fileLines > 0 && o.fileLines <= smallFileLines && !s.failed {
+			if c := editorContent(o.lines); c != "" {
+				f.content = c
+			}
+		}
+	case kindRun:
+		f.runs = append(f.runs, s.id())
+		f.lastRun = s
+	case kindSearch:
+	case kindWrite:
+		if s.failed {
+			return
+		}
+		if f.created == "" && len(f.changes) == 0 && len(f.views) == 0 {
+			f.created = s.id()
+		} else {
+			// A whole rewrite supersedes the edits before it.
+			f.changes = []change{{id: s.id(), what: "rewritten whole (" + cmpOr(op.what, "written") + ")"}}
+		}
+		f.deleted = ""
+		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
+			f.content = strings.TrimRight(op.body, "\n")
+		} else {
+			f.content = ""
+		}
+	case kindEdit:
+		if s.failed {
+			return
+		}
+		f.changes = append(f.changes, change{id: s.id(), what: op.what, noop: op.noop})
+		f.content = ""
+		if o := &s.f.out; o.file != "" && o.fileLines > 0 && o.fileLines <= smallFileLines {
+			f.content = editorContent(o.lines)
+		}
+	case kindDelete:
+		if s.failed {
+			return
+		}
+		f.deleted = s.id()
+	case kindRevert:
+		if s.failed {
+			return
+		}
+		if len(f.changes) > 0 || f.created != "" {
+			f.undone = append(f.undone, undo{id: s.id(), what: op.what, changes: f.changes})
+		}
+		f.changes = nil
+		f.content = ""
+	}
+}
+
+// smallFileLines is the size up to which a file written in the span is
+// carried whole: a scratch script the agent will run or upload again.
+const smallFileLines = 12
+
+var numberedLineRe = regexp.MustCompile(`^\s*(\d+)[:\t]\s?(.*)$`)
+
+// editorContent is a file's content from an editor's numbered echo.
+func editorContent(lines []string) string {
+	var b strings.Builder
+	n := 0
+	for _, l := range lines {
+		if m := numberedLineRe.FindStringSubmatch(l); m != nil {
+			b.WriteString(m[2])
+			b.WriteByte('\n')
+			n++
+		}
+	}
+	if n == 0 || n > smallFileLines {
+		return ""
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// readRecords files the records a lookup read or a change returned.
+func (m *model) readRecords(s *step) {
+	f := s.f
+	if s.failed {
+		return
+	}
+	// A list of records (search results) is a finding told by its step; a
+	// single record, or what a change returned, is an object in play.
+	if len(f.records) > 1 && f.call.kind != kindMutate {
+		return
+	}
+	for _, r := range f.records {
+		if r.id == "" {
+			continue
+		}
+		rs := m.records[r.id]
+		if rs == nil {
+			rs = &recordState{id: r.id}
+			m.records[r.id] = rs
+			m.recKeys = append(m.recKeys, r.id)
+		}
+		rs.rec = r
+		rs.n = s.n
+		s.records = appendNew(s.records, r.id)
+		if f.call.kind == kindMutate {
+			rs.changed = append(rs.changed, s.id())
+			rs.status = recordStatus(r)
+		} else {
+			rs.readAt = s.id()
+		}
+		for name, ids := range r.lists {
+			m.lists = append(m.lists, idList{id: s.lastID(), owner: r.id, field: name, ids: ids})
+		}
+	}
+	if f.call.kind == kindMutate && len(f.records) == 0 && f.call.target != "" {
+		rs := m.records[f.call.target]
+		if rs != nil {
+			rs.changed = append(rs.changed, s.id())
+			rs.status = clip(firstNonEmpty(f.out.short), 80)
+		}
+	}
+}
+
+func recordStatus(r record) string {
+	for _, f := range r.fields {
+		if f.name == "status" {
+			return f.value
+		}
+	}
+	return "changed"
+}
+
+func firstNonEmpty(s []string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// stepKey names what a step attempted, so that a later success of the same
+// thing resolves an earlier failure: the kind and target.
+func stepKey(s *step) string {
+	c := &s.f.call
+	switch c.kind {
+	case kindLookup, kindMutate, kindOther:
+		if c.args != nil {
+			return c.tool
+		}
+	}
+	return c.kind.String() + " " + c.target
+}
+
+// trackError records a failed step's error, and resolves earlier errors of
+// the same thing when this step succeeds.
+func (m *model) trackError(s *step) {
+	o := &s.f.out
+	key := stepKey(s)
+	if s.failed && len(o.missing) > 0 && (s.f.call.kind == kindList || s.f.call.kind == kindView || s.f.call.kind == kindSearch) {
+		return // a path that does not exist is a finding, told by its file line
+	}
+	if !s.failed {
+		for _, e := range m.errors {
+			if e.resolved == "" && e.key == key {
+				e.resolved = s.lastID()
+				e.fix = m.fixBetween(e, s)
+			}
+		}
+		return
+	}
+	line := o.errLine
+	if line == "" {
+		switch {
+		case o.timeout:
+			line = "timed out"
+		case len(o.failed) > 0:
+			line = "failing: " + strings.Join(headLines(o.failed, 2), "; ")
+		case o.hasExit:
+			line = "exit " + strconv.Itoa(o.exit)
+			if l := firstNonEmpty(o.short); l != "" {
+				line += ": " + clip(l, 160)
+			}
+		default:
+			return
+		}
+	}
+	for _, e := range m.errors {
+		if e.line == line && e.key == key && e.resolved == "" {
+			e.ids = append(e.ids, s.lastID())
+			e.n = s.n
+			e.count++
+			return
+		}
+	}
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.lastID()}, key: key, n: s.n, count: 1})
+}
+
+// fixBetween names what changed between an error's last failure and the
+// success: files written or edited in between, or the changed arguments.
+func (m *model) fixBetween(e *errState, ok *step) string {
+	var changed []string
+	var last *step
+	for _, s := range m.steps[:ok.n] {
+		if s.n <= e.n {
+			if s.n == e.n {
+				last = s
+			}
+			continue
+		}
+		if s.f.call.kind.changes() && !s.failed {
+			for _, p := range s.files {
+				changed = appendNew(changed, shortPath(p)+" ["+s.id()+"]")
+			}
+		}
+	}
+	if len(changed) > 0 {
+		return "after changing " + strings.Join(headLines(changed, 3), ", ")
+	}
+	if last != nil && last.f.call.label != ok.f.call.label {
+		return "with different arguments: " + clip(ok.f.call.label, 100)
+	}
+	return "on a retry"
+}
+
+func shortPath(p string) string { return p }
+
+// markIntentions marks stated intentions that a later call carried out: a
+// call whose command or arguments share a distinctive word with it.
+func (m *model) markIntentions() {
+	for i := range m.intents {
+		in := &m.intents[i]
+		if in.done {
+			continue
+		}
+		words := keyWords(in.text)
+		if len(words) == 0 {
+			continue
+		}
+		for _, s := range m.steps[min(in.n, len(m.steps)):] {
+			label := strings.ToLower(s.f.call.label + " " + s.f.call.target)
+			for _, w := range words {
+				if strings.Contains(label, w) {
+					in.done = true
+					break
+				}
+			}
+			if in.done {
+				break
+			}
+		}
+	}
+}
+
+// keyWords are the distinctive words of a sentence: identifiers and
+// code-like names, lower-cased.
+func keyWords(s string) []string {
+	var out []string
+	for _, id := range ident.Identifiers(s) {
+		out = appendNew(out, strings.ToLower(id))
+	}
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '/')
+	}) {
+		w = strings.Trim(w, "./")
+		if len(w) >= 5 && (strings.ContainsAny(w, "_./") || hasUpperInside(w)) {
+			out = appendNew(out, strings.ToLower(w))
+		}
+	}
+	return out
+}
+
+func hasUpperInside(w string) bool {
+	for i := 1; i < len(w); i++ {
+		if w[i] >= 'A' && w[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// unread returns, for each id list a record held, the ids no later call
+// used and no record read, when the agent was going through the list: two
+// or more of it read, and no user message since (which may have moved the
+// conversation on).
+func (m *model) unread() []idList {
+	var out []idList
+	for _, l := range m.lists {
+		var left []string
+		read, lastRead := 0, -1
+		for _, id := range l.ids {
+			n, used := m.argValues[id]
+			if r := m.records[id]; r != nil && r.readAt != "" {
+				used, n = true, max(n, r.n)
+			}
+			if used {
+				read++
+				lastRead = max(lastRead, n)
+				continue
+			}
+			left = append(left, id)
+		}
+		if read >= 2 && len(left) > 0 && m.userAt <= lastRead {
+			out = append(out, idList{id: l.id, owner: l.owner, field: l.field, ids: left})
+		}
+	}
+	return out
+}
+
+// prefersField reports whether the system prompt names a record field.
+func (m *model) prefersField(name string) bool {
+	if m.policy == "" {
+		return false
+	}
+	n := strings.ToLower(name)
+	return strings.Contains(m.policy, n) || strings.Contains(m.policy, strings.ReplaceAll(n, "_", " "))
+}
+
+// sortedRecords returns record states in first-seen order.
+func (m *model) sortedRecords() []*recordState {
+	out := make([]*recordState, 0, len(m.recKeys))
+	for _, k := range m.recKeys {
+		out = append(out, m.records[k])
+	}
+	return out
+}
+
+// sortedFiles returns file states in first-seen order, once each.
+func (m *model) sortedFiles() []*fileState {
+	var out []*fileState
+	for _, k := range m.fileKeys {
+		f := m.files[k]
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}

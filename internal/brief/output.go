@@ -1,0 +1,468 @@
+package brief
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Reading a tool's output: strip what the harness and the transport add
+// (exit-code tags, prompt footers, progress meters, HTML boilerplate),
+// then pull out what the output showed: the exit status, the error and
+// where it was raised, a test run's counts and failures, a search's hits,
+// a short output whole, and the lines a long one is made of (the model
+// later picks those the agent's next message refers to).
+
+// output is what one tool result showed.
+type output struct {
+	hasExit bool
+	exit    int
+	timeout bool
+	empty   bool
+	// errLine is the error: an exception or error message line, with the
+	// line after a bare "ERROR:"; errAt is where it was raised (the
+	// innermost frame outside libraries).
+	errLine string
+	errAt   string
+	// tests is a test run's outcome: counts, failing tests, first
+	// assertion. testsOK reports a run with no failure.
+	tests   string
+	testsOK bool
+	failed  []string
+	// hits are a search's result lines; hitCount counts them all.
+	hits     []string
+	hitCount int
+	// short is an output of a few lines, whole (one line each).
+	short []string
+	// lines are the cleaned output's lines (head and tail of long ones),
+	// for picking the lines the agent reacted to.
+	lines      []string
+	totalLines int
+	// file is the path an editor header names ("[File: /x.py (18 lines
+	// total)]", "Here's the result of running `cat -n` on /x.py").
+	file      string
+	fileLines int
+	// title and fields are an HTML page's title and its form's inputs.
+	title  string
+	fields []string
+	// body is the cleaned output, bounded, for records (JSON) and HTTP
+	// diffs.
+	body string
+	// missing is a path the tool said does not exist.
+	missing []string
+}
+
+const (
+	maxBodyBytes  = 64 << 10
+	maxKeptLines  = 240
+	shortMaxLines = 5
+	shortMaxBytes = 400
+)
+
+var (
+	returnCodeRe = regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>`)
+	exitCodeRe   = regexp.MustCompile(`(?i)\b(?:exit code|exit status|exited with code|returncode)[:= ]+(-?\d+)`)
+	fileHeaderRe = regexp.MustCompile(`^\[File: ([^\s\]]+) \((\d+) lines total\)\]`)
+	catNHeaderRe = regexp.MustCompile("^Here's the result of running `cat -n` on ([^\\s:]+):")
+	editedRe     = regexp.MustCompile(`^The file (\S+) has been edited\.`)
+	createdRe    = regexp.MustCompile(`^File created successfully at: (\S+)`)
+	frameRe      = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+)(?:, in (\S+))?`)
+	exceptionRe  = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|NotFound|Denied)\b(?::.*)?$`)
+	errorLineRe  = regexp.MustCompile(`(?i)^(?:error|fatal|panic)\b[:\s].*|.*\b(?:No such file or directory|command not found|Permission denied|Segmentation fault|cannot access|not recognized|Traceback)\b.*|^E\s{2,}\S.*|.*:\s*(?:error|Error):.*`)
+	missingRe    = regexp.MustCompile(`(?:cannot access|can't open|cannot open|No such file or directory:?|does not exist)[:\s]*'?"?([^'"\s:]+)?`)
+	titleRe      = regexp.MustCompile(`(?is)<title>\s*(.*?)\s*</title>`)
+	inputRe      = regexp.MustCompile(`(?i)<(?:input|textarea|select)\b[^>]*\bname=["']?([\w\-\[\]]+)["']?[^>]*>`)
+	formRe       = regexp.MustCompile(`(?i)<form\b[^>]*>`)
+	tagRe        = regexp.MustCompile(`<[^>]{0,300}>`)
+	progressRe   = regexp.MustCompile(`^\s*(?:% Total|Dload|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s+\d+).*`)
+	warningRe    = regexp.MustCompile(`^\S+:\d+: [A-Z]\w*Warning: `)
+	elidedRe     = regexp.MustCompile(`<elided_chars>\s*(\d+) characters elided\s*</elided_chars>`)
+)
+
+// readOutput reads a tool result's text. Warning lines are dropped unless
+// keepWarnings (the task is about a warning): elsewhere a deprecation
+// warning repeated by every run hides the output that matters.
+func readOutput(text string, keepWarnings bool) output {
+	var o output
+	if m := returnCodeRe.FindStringSubmatch(headOf(text, 200)); m != nil {
+		o.hasExit = true
+		o.exit, _ = strconv.Atoi(m[1])
+	} else if m := exitCodeRe.FindStringSubmatch(tailOf(text, 300)); m != nil {
+		o.hasExit = true
+		o.exit, _ = strconv.Atoi(m[1])
+	}
+	head := headOf(text, 400)
+	if strings.Contains(head, "timed out") || strings.Contains(head, "Timeout") && strings.Contains(head, "command") {
+		o.timeout = true
+	}
+	if strings.Contains(head, "<title>") || strings.Contains(head, "<html") || strings.Contains(head, "<!DOCTYPE") {
+		if m := titleRe.FindStringSubmatch(headOf(text, 4000)); m != nil {
+			o.title = clip(m[1], 100)
+		}
+		if formRe.MatchString(text) {
+			for _, m := range inputRe.FindAllStringSubmatch(headOf(text, 20000), 20) {
+				o.fields = appendNew(o.fields, m[1])
+			}
+		}
+	}
+	body := cleanOutput(text, keepWarnings)
+	lines := splitLines(body)
+	if len(lines) > 0 {
+		first := lines[0]
+		if m := fileHeaderRe.FindStringSubmatch(first); m != nil {
+			o.file = m[1]
+			o.fileLines, _ = strconv.Atoi(m[2])
+		} else if m := catNHeaderRe.FindStringSubmatch(first); m != nil {
+			o.file = m[1]
+		} else if m := editedRe.FindStringSubmatch(first); m != nil {
+			o.file = m[1]
+		} else if m := createdRe.FindStringSubmatch(first); m != nil {
+			o.file = m[1]
+		}
+	}
+	o.totalLines = len(lines)
+	o.empty = strings.TrimSpace(body) == ""
+	o.body = headOf(body, maxBodyBytes)
+	if o.title != "" || len(o.fields) > 0 {
+		lines = htmlText(lines)
+	}
+	o.lines = keepLines(lines, maxKeptLines)
+	readErrors(&o, lines)
+	readTests(&o, lines)
+	if !o.empty && len(lines) <= shortMaxLines && len(body) <= shortMaxBytes {
+		for _, l := range lines {
+			if t := strings.TrimSpace(l); t != "" {
+				o.short = append(o.short, clip(t, 200))
+			}
+		}
+	}
+	return o
+}
+
+// cleanOutput strips the harness's and the transport's additions.
+func cleanOutput(text string, keepWarnings bool) string {
+	s := text
+	if strings.Contains(s, "<returncode>") {
+		s = returnCodeRe.ReplaceAllString(s, "")
+	}
+	for _, t := range []string{"<output>", "</output>", "<output_head>", "</output_head>", "<output_tail>", "</output_tail>"} {
+		s = strings.ReplaceAll(s, t, "")
+	}
+	if strings.Contains(s, "<warning>") {
+		if i, j := strings.Index(s, "<warning>"), strings.Index(s, "</warning>"); i >= 0 && j > i {
+			s = s[:i] + s[j+len("</warning>"):]
+		}
+	}
+	if strings.Contains(s, "<elided_chars>") {
+		s = elidedRe.ReplaceAllString(s, "[… $1 characters elided …]")
+	}
+	s = strings.ReplaceAll(s, "///PROCESS-DONE:0:PROCESS-DONE///", "")
+	var b strings.Builder
+	b.Grow(len(s))
+	skipIndented := false
+	for _, l := range strings.SplitAfter(s, "\n") {
+		t := strings.TrimSpace(l)
+		if skipIndented {
+			skipIndented = false
+			if strings.HasPrefix(l, " ") && t != "" {
+				continue // the source line a warning quotes
+			}
+		}
+		if !keepWarnings && warningRe.MatchString(t) {
+			skipIndented = true
+			continue
+		}
+		switch {
+		case strings.HasPrefix(t, "(Open file:") || strings.HasPrefix(t, "(Current directory:") || t == "bash-$" ||
+			strings.HasPrefix(t, "[Python Interpreter:") || strings.HasPrefix(t, "[Command finished with exit code") ||
+			strings.HasPrefix(t, "[The command completed with exit code") || strings.HasPrefix(t, "[Current working directory:"):
+			continue
+		case strings.HasPrefix(t, "File updated. Please review the changes"):
+			continue
+		case progressRe.MatchString(l) && (strings.Contains(l, "--:--:--") || strings.Contains(l, "% Total") || strings.Contains(l, "Dload")):
+			continue
+		}
+		b.WriteString(l)
+	}
+	return strings.Trim(b.String(), "\n")
+}
+
+// htmlText reduces HTML lines to their visible text.
+func htmlText(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "<!DOCTYPE") || strings.HasPrefix(t, "PUBLIC ") || strings.Contains(t, "xmlns") ||
+			strings.HasPrefix(t, "<meta") || strings.HasPrefix(t, "\"http://www.w3.org") || t == ">" {
+			continue
+		}
+		if v := strings.TrimSpace(tagRe.ReplaceAllString(t, " ")); v != "" {
+			out = append(out, strings.Join(strings.Fields(v), " "))
+		}
+	}
+	return out
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// keepLines keeps the head and tail of long outputs, each line clipped.
+func keepLines(lines []string, n int) []string {
+	if len(lines) > n {
+		head, tail := lines[:n*3/4], lines[len(lines)-n/4:]
+		lines = append(append(append([]string{}, head...), "[…]"), tail...)
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		out = append(out, clip(strings.TrimRight(l, " \r\t"), 240))
+	}
+	return out
+}
+
+// libraryFrame reports whether a traceback frame's file belongs to an
+// installed library or the runtime rather than the project.
+func libraryFrame(file string) bool {
+	return strings.Contains(file, "site-packages/") || strings.Contains(file, "dist-packages/") ||
+		strings.HasPrefix(file, "/usr/lib/") || strings.HasPrefix(file, "/usr/local/lib/") ||
+		strings.Contains(file, "/lib/python3") || strings.HasPrefix(file, "<") || strings.Contains(file, "/.pyenv/")
+}
+
+// readErrors finds the error of an output: in a traceback the exception
+// line and the innermost project frame; otherwise the first error line
+// (and the line after a bare "ERROR:").
+func readErrors(o *output, lines []string) {
+	probe := lines
+	if len(lines) > 400 {
+		probe = append(append([]string{}, lines[:200]...), lines[len(lines)-200:]...)
+	}
+	inTrace := false
+	var lastFrame, projectFrame string
+	for i, l := range probe {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		if strings.HasPrefix(t, "Traceback (most recent call last)") {
+			inTrace = true
+			lastFrame, projectFrame = "", ""
+			continue
+		}
+		if m := frameRe.FindStringSubmatch(l); m != nil {
+			f := m[1] + " line " + m[2]
+			if m[3] != "" {
+				f += " in " + m[3]
+			}
+			lastFrame = f
+			if !libraryFrame(m[1]) {
+				projectFrame = f
+			}
+			continue
+		}
+		if strings.Contains(t, "Warning:") && !strings.Contains(t, "Error") {
+			continue // a warning is not the error
+		}
+		if inTrace && exceptionRe.MatchString(t) {
+			o.errLine = clip(t, 220)
+			o.errAt = projectFrame
+			if o.errAt == "" {
+				o.errAt = lastFrame
+			}
+			inTrace = false
+			continue
+		}
+		if o.errLine != "" || inTrace {
+			continue
+		}
+		if t == "ERROR:" || t == "Error:" || t == "error:" {
+			for _, n := range probe[i+1:] {
+				if n = strings.TrimSpace(n); n != "" {
+					o.errLine = clip(t+" "+n, 240)
+					break
+				}
+			}
+			continue
+		}
+		if errorLineRe.MatchString(t) || exceptionRe.MatchString(t) && strings.Contains(t, ":") {
+			o.errLine = clip(t, 220)
+		}
+	}
+	if o.errLine != "" {
+		if m := missingRe.FindStringSubmatch(o.errLine); m != nil && m[1] != "" {
+			o.missing = append(o.missing, strings.Trim(m[1], "'\":"))
+		}
+	}
+}
+
+var (
+	pytestSummaryRe = regexp.MustCompile(`^=+ (.*\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b.*?) (?:in [\d.]+s.*)?=+$`)
+	unittestRanRe   = regexp.MustCompile(`^Ran (\d+) tests? in [\d.]+s`)
+	unittestEndRe   = regexp.MustCompile(`^(OK|FAILED)\b(.*)$`)
+	failNameRe      = regexp.MustCompile(`^(?:FAILED|ERROR) (\S+)(?: - (.*))?$|^(?:FAIL|ERROR): (\S+) \(([^)]+)\)|^--- FAIL: (\S+)`)
+	goOKRe          = regexp.MustCompile(`^(ok|FAIL)\s+\S+`)
+	finishedRe      = regexp.MustCompile(`^tests finished: (.*?)(?:, in [\d.]+ seconds)?\s*$`)
+	assertRe        = regexp.MustCompile(`^(?:E\s+)?(?:AssertionError|assert)\b.*`)
+)
+
+// readTests reads a test run's summary: pytest, unittest/Django, go test.
+func readTests(o *output, lines []string) {
+	var summary, ran, end string
+	var fails []string
+	assertion := ""
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if m := pytestSummaryRe.FindStringSubmatch(t); m != nil {
+			summary = m[1]
+			continue
+		}
+		if m := finishedRe.FindStringSubmatch(t); m != nil {
+			summary = m[1] // sympy's runner
+			continue
+		}
+		if m := unittestRanRe.FindStringSubmatch(t); m != nil {
+			ran = m[1]
+			continue
+		}
+		if ran != "" {
+			if m := unittestEndRe.FindStringSubmatch(t); m != nil {
+				end = strings.TrimSpace(m[1] + m[2])
+			}
+		}
+		if m := failNameRe.FindStringSubmatch(t); m != nil {
+			name := m[1] + m[3] + m[5]
+			if m[4] != "" {
+				name += " (" + m[4] + ")"
+			}
+			if len(fails) < 8 {
+				fails = appendNew(fails, clip(name, 140))
+			}
+			continue
+		}
+		if assertion == "" && assertRe.MatchString(t) {
+			assertion = clip(strings.TrimSpace(strings.TrimPrefix(t, "E")), 160)
+		}
+		if m := goOKRe.FindStringSubmatch(t); m != nil && summary == "" {
+			if m[1] == "FAIL" {
+				end = "FAIL"
+			} else if end == "" {
+				end = "ok"
+			}
+		}
+	}
+	switch {
+	case summary != "":
+		o.tests = summary
+		o.testsOK = !strings.Contains(summary, "failed") && !strings.Contains(summary, "error") &&
+			!strings.Contains(summary, "exception") && !strings.Contains(summary, "no tests ran")
+	case ran != "":
+		o.tests = "ran " + ran + " tests: " + cmpOr(end, "no result line")
+		o.testsOK = strings.HasPrefix(end, "OK")
+	case end != "" && len(fails) > 0:
+		o.tests = end
+	}
+	if o.tests != "" || len(fails) > 0 {
+		o.failed = fails
+		if assertion != "" && !o.testsOK {
+			o.failed = append(o.failed, "first assertion: "+assertion)
+		}
+	}
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// searchHits reads a search's output as hit lines: "path:line:text",
+// "path:text" or bare paths (find).
+func searchHits(lines []string) (hits []string, n int) {
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" || t == "[…]" || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
+			strings.HasPrefix(t, "find:") || strings.HasPrefix(t, "Found ") || strings.HasPrefix(t, "End of matches") ||
+			strings.HasPrefix(t, "No matches found") {
+			continue
+		}
+		n++
+		if len(hits) < 40 {
+			hits = append(hits, clip(t, 200))
+		}
+	}
+	return hits, n
+}
+
+// headOf returns at most n bytes of s from its start, cut on a rune boundary.
+func headOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// tailOf returns at most n bytes of s from its end, cut on a rune boundary.
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && s[i]&0xC0 == 0x80 {
+		i++
+	}
+	return s[i:]
+}
+
+// clip folds whitespace runs into single spaces and cuts s to at most max
+// bytes on a rune boundary, marking the cut with "…". A cut falls between
+// words when one is near, so that no identifier is cut in two (a cut one
+// would read as an identifier that never occurred).
+func clip(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\n\t\r") && !strings.Contains(s, "  ") && len(s) <= max {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(min(len(s), max+4))
+	space := false
+	for _, r := range s {
+		if r == ' ' || r == '\n' || r == '\t' || r == '\r' {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if b.Len()+len(string(r)) > max {
+			out := b.String()
+			if !space {
+				if i := strings.LastIndexByte(out, ' '); i >= max*3/5 {
+					out = out[:i]
+				} else {
+					out = trimPartialToken(out)
+				}
+			}
+			return out + "…"
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// trimPartialToken drops the cut end of a token that looks like a path or
+// URL (it would read as one that never occurred), keeping ordinary words.
+func trimPartialToken(s string) string {
+	i := strings.LastIndexAny(s, " ([{\"'`=,;")
+	tok := s[i+1:]
+	if strings.ContainsAny(tok, "/:.@") && len(tok) > 3 {
+		return s[:i+1]
+	}
+	return s
+}

@@ -1,0 +1,1153 @@
+package brief
+
+import (
+	"math"
+	"regexp"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
+)
+
+// Rendering: every fact the model holds becomes an item with up to three
+// texts (full, short, minimal) and a priority. The user's messages, the
+// state and the next step are always carried; the rest is chosen by
+// priority (what changed, what failed, what was found, newest first) at
+// the richest level the budget allows, then an index of the identifiers
+// the text does not already carry, then a line naming what was left out.
+
+// section is where an item is printed; sections print in this order.
+type section int
+
+const (
+	secHeader section = iota
+	secTask
+	secUser
+	secState
+	secFiles
+	secRecords
+	secSteps
+	secErrors
+	secNotes
+	secNext
+	secIndex
+	secOmitted
+	numSections
+)
+
+// sectionNames are the labels a section starts with; the text of a
+// briefing is parsed back by them when it is folded into the next one.
+var sectionNames = [numSections]string{"", "TASK", "USER (verbatim, oldest first)", "STATE", "FILES",
+	"RECORDS", "STEPS AND RESULTS (oldest first)", "ERRORS", "SAID BY THE AGENT", "NEXT", "ALSO SEEN", "LEFT OUT FOR SIZE"}
+
+// inline sections print their single item on the label's line.
+var inline = [numSections]bool{secTask: true, secState: true, secNext: true, secIndex: true, secOmitted: true}
+
+// item is one fact to print.
+type item struct {
+	sec   section
+	key   string   // the object it is about (a path, a record id), for folding
+	ids   []string // the messages it cites
+	texts [levels]string
+	prio  float64
+	must  bool
+	order float64 // position within its section
+	level int     // chosen level; -1 when left out
+	steps []*step // the steps it tells, for the left-out line
+	// group ties a table's rows to its header, which prints only with a row.
+	group  string
+	header bool
+	// idents are the identifiers a left-out item would lose, offered to the
+	// index instead.
+	idents []string
+}
+
+func (it *item) text() string {
+	if it.level < 0 {
+		return ""
+	}
+	return it.texts[it.level]
+}
+
+// smallest returns the index of the least detailed non-empty text.
+func (it *item) smallest() int {
+	for l := levels - 1; l >= 0; l-- {
+		if it.texts[l] != "" {
+			return l
+		}
+	}
+	return -1
+}
+
+// setAll gives every level the same text.
+func (it *item) setAll(t string) {
+	for l := range it.texts {
+		it.texts[l] = t
+	}
+}
+
+// estimate approximates the tokens of a text: briefings mix prose, code
+// and identifiers, which run about 3.3 bytes per token; the renderer
+// corrects the estimate with an exact count.
+func estimate(s string) float64 { return float64(len(s))/3.3 + 1 }
+
+// layout is the items of a briefing and the budget they share.
+type layout struct {
+	m      *model
+	items  []*item
+	head   string
+	focus  []string
+	budget int // tokens for the wrapped text
+	count  func(string) int
+	// indexShare is the most of the budget the identifier index may take.
+	indexShare float64
+	// lastIndex and lastOmitted are the index and left-out line of the
+	// last choice, for the structured record.
+	lastIndex, lastOmitted string
+	// indexNeed estimates the tokens of the whole identifier index, to
+	// reserve no more room for it than it can use.
+	indexNeed float64
+}
+
+// build turns the model into items.
+func (l *layout) build(userCap int) {
+	m := l.m
+	n := float64(max(1, len(m.steps)))
+	recency := func(k int) float64 { return float64(k+1) / n }
+
+	// The task is the pinned first user message (the header says so); a
+	// focus is echoed.
+	if len(l.focus) > 0 {
+		l.add(&item{sec: secTask, must: true}, "focus asked for this compaction: "+strings.Join(l.focus, " ")+".")
+	}
+
+	// The user's messages, verbatim; the prior ones first.
+	if m.prior != nil {
+		for k, e := range m.prior.section(secUser) {
+			it := &item{sec: secUser, must: true, ids: e.IDs, order: float64(k) - 1e6}
+			it.texts[levelFull] = e.Text
+			it.texts[levelShort] = shortenUser(e.Text, userCap)
+			it.texts[levelMin] = it.texts[levelShort]
+			l.items = append(l.items, it)
+		}
+	}
+	for k, u := range m.users {
+		it := &item{sec: secUser, must: true, ids: u.ids, order: float64(k)}
+		text := "[" + strings.Join(u.ids, ", ") + "] " + u.text
+		it.texts[levelFull] = text
+		it.texts[levelShort] = shortenUser(text, userCap)
+		it.texts[levelMin] = it.texts[levelShort]
+		l.items = append(l.items, it)
+	}
+
+	// Harness reminders in the user role: each distinct one quoted once
+	// (its opening, verbatim), marked as not the user's.
+	for k, h := range m.harness {
+		l.add(&item{sec: secUser, must: true, ids: h.ids, order: 1e6 + float64(k)},
+			"["+rangeOf(h.ids)+"] "+harnessMark+quoteHead(h.text, harnessQuote))
+	}
+
+	// State and next step: always.
+	// The state is the new span's; what earlier spans changed stays in
+	// the folded file and record lines.
+	l.add(&item{sec: secState, must: true}, m.stateText())
+	l.add(&item{sec: secNext, must: true}, m.nextText())
+
+	l.buildFiles(recency)
+	l.buildRecords(recency)
+	l.buildSteps(recency)
+	l.buildErrors(recency)
+	l.buildNotes(recency)
+	l.buildTold(recency)
+	l.buildPrior()
+	l.applyFocus()
+}
+
+func (l *layout) add(it *item, text string) *item {
+	it.setAll(text)
+	l.items = append(l.items, it)
+	return it
+}
+
+// quoteHead quotes the first n bytes of a text verbatim (newlines kept),
+// marking a cut.
+func quoteHead(t string, n int) string {
+	if len(t) <= n {
+		return t
+	}
+	return headOf(t, n) + " […]"
+}
+
+// shortenUser cuts a long user message to about cap tokens, marking it.
+func shortenUser(text string, capTokens int) string {
+	max := capTokens * 3
+	if len(text) <= max {
+		return text
+	}
+	return headOf(text, max) + " […]"
+}
+
+// buildFiles: one line per file the span touched. A changed file tells
+// its net change; a file only read tells which parts were read and the
+// lines the agent then referred to (so its views need no step lines of
+// their own); a scratch file created and still present is named by the
+// state, and gets a line only for its content or its last run; a file
+// created and deleted within the span is left out.
+func (l *layout) buildFiles(recency func(int) float64) {
+	m := l.m
+	for k, f := range m.sortedFiles() {
+		order := float64(k)
+		views := viewSteps(m, f)
+		switch {
+		case f.created != "" && f.deleted != "" && f.lastRun == nil:
+			continue
+		case f.missing && !f.net():
+			it := &item{sec: secFiles, key: f.path, prio: 4 + recency(f.n), order: order, ids: headLines(f.views, 1)}
+			it.setAll("- " + f.path + ": does not exist (a tool said so)")
+			l.items = append(l.items, it)
+			continue
+		}
+		changed := f.net() || len(f.undone) > 0 || f.deleted != ""
+		if changed && f.created != "" && len(f.changes) == 0 && f.content == "" && f.lastRun == nil && f.deleted == "" && len(f.undone) == 0 {
+			continue // the state names it
+		}
+		if !changed {
+			if len(views) == 0 {
+				continue
+			}
+			it := &item{sec: secFiles, key: f.path, prio: 4 + 2.5*recency(f.n), order: order, ids: stepIDs(views), steps: views}
+			if len(views) > 1 {
+				it.prio += 0.5
+			}
+			notable := fileNotable(views, 4)
+			if len(notable) > 0 {
+				it.prio += 1
+			}
+			read := readParts(f, views)
+			it.texts[levelFull] = "- " + f.path + ": read " + read
+			if len(notable) > 0 {
+				it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")
+			}
+			it.texts[levelFull] = clip(it.texts[levelFull], 700)
+			it.texts[levelShort] = "- " + f.path + ": read " + clip(read, 80)
+			if len(notable) > 0 {
+				it.texts[levelShort] += "; notable: " + clip(notable[len(notable)-1], 110)
+			}
+			it.texts[levelMin] = "- " + f.path + ": read [" + views[len(views)-1].id() + "]"
+			l.items = append(l.items, it)
+			continue
+		}
+		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: views}
+		for lv := range levels {
+			it.texts[lv] = "- " + f.path + ": " + fileText(f, lv)
+		}
+		if notable := fileNotable(views, 2); len(notable) > 0 {
+			it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")
+		}
+		l.items = append(l.items, it)
+	}
+}
+
+// viewSteps are the steps that only read a file.
+func viewSteps(m *model, f *fileState) []*step {
+	var out []*step
+	for _, s := range m.steps {
+		if s.f.call.kind != kindView || s.failed || len(s.files) != 1 {
+			continue
+		}
+		if m.file(s.files[0], false) == f {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func stepIDs(steps []*step) []string {
+	ids := make([]string, len(steps))
+	for i, s := range steps {
+		ids[i] = s.id()
+	}
+	return ids
+}
+
+// readParts tells which parts of a file were read, and where: "lines
+// 910-930 [m0017], whole [m0021]".
+func readParts(f *fileState, views []*step) string {
+	var parts []string
+	for _, s := range views {
+		what := ""
+		for _, op := range s.f.call.ops {
+			if op.op == kindView && op.what != "" {
+				what = op.what
+			}
+		}
+		if what == "" {
+			if n := s.f.out.fileLines; n > 0 {
+				what = strconv.Itoa(n) + " lines"
+			} else {
+				what = "whole"
+			}
+		}
+		parts = append(parts, what+" ["+s.id()+"]")
+	}
+	if len(parts) > 6 {
+		parts = append(parts[:2], append([]string{"…"}, parts[len(parts)-3:]...)...)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fileNotable gathers the lines the agent referred to after reading a
+// file, newest last, at most n.
+func fileNotable(views []*step, n int) []string {
+	var out []string
+	for i := len(views) - 1; i >= 0 && len(out) < n; i-- {
+		for _, l := range salient(views[i], 2) {
+			if len(out) < n && !slices.Contains(out, l) {
+				out = append([]string{l}, out...)
+			}
+		}
+	}
+	return out
+}
+
+func moreCount(n, shown int) string {
+	if n <= shown {
+		return ""
+	}
+	return " +" + strconv.Itoa(n-shown) + " more"
+}
+
+func fileIDs(f *fileState) []string {
+	var ids []string
+	if f.created != "" {
+		ids = append(ids, f.created)
+	}
+	for _, c := range f.changes {
+		ids = append(ids, c.id)
+	}
+	return ids
+}
+
+// fileText tells a file's net state: created, its surviving changes, the
+// reverts that undid earlier ones, deletion, its content when small, and
+// the last run of it.
+func fileText(f *fileState, level int) string {
+	var parts []string
+	if f.created != "" {
+		parts = append(parts, "created ["+f.created+"]")
+	}
+	var undone []string
+	for _, u := range f.undone {
+		var what []string
+		for _, c := range u.changes {
+			what = append(what, clip(c.what, []int{100, 60, 30}[level])+" ["+c.id+"]")
+		}
+		if len(what) == 0 {
+			what = append(what, "changes")
+		}
+		if level == levelMin && len(what) > 1 {
+			what = []string{strconv.Itoa(len(what)) + " changes"}
+		}
+		undone = append(undone, strings.Join(what, ", ")+" undone by ["+u.id+"]")
+	}
+	parts = append(parts, undone...)
+	if len(f.changes) > 0 {
+		parts = append(parts, changeList(f.changes, level))
+	}
+	if f.deleted != "" {
+		parts = append(parts, "deleted ["+f.deleted+"]")
+	} else if f.created != "" {
+		parts = append(parts, "still present")
+	}
+	if f.lastRun != nil && level != levelMin {
+		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clip(resultTextShort(f.lastRun), []int{160, 90}[level]))
+	}
+	t := strings.Join(parts, "; ")
+	if level == levelFull && f.content != "" && f.deleted == "" {
+		t += "; content:\n" + indent(f.content)
+	}
+	return clip2(t, []int{900, 300, 140}[level])
+}
+
+// changeList tells a file's surviving changes, those that make the same
+// change at several lines as one ("lines 2843, 2852: `a` → `b`"), the
+// newest kept when there are too many.
+func changeList(changes []change, level int) string {
+	type grp struct {
+		lines []string
+		body  string
+		ids   []string
+		noop  bool
+	}
+	var groups []*grp
+	byBody := map[string]*grp{}
+	for _, c := range changes {
+		line, body := "", c.what
+		if rest, ok := strings.CutPrefix(c.what, "line "); ok {
+			if i := strings.Index(rest, ": "); i > 0 && isNumber(rest[:i]) {
+				line, body = rest[:i], rest[i+2:]
+			}
+		}
+		g := byBody[body]
+		if g == nil || line == "" {
+			g = &grp{body: body, noop: c.noop}
+			groups = append(groups, g)
+			if line != "" {
+				byBody[body] = g
+			}
+		}
+		if line != "" {
+			g.lines = appendNew(g.lines, line)
+		}
+		g.ids = appendNew(g.ids, c.id)
+	}
+	max := []int{8, 4, 2}[level]
+	bodyMax := []int{160, 90, 50}[level]
+	var out []string
+	skipped := 0
+	for k, g := range groups {
+		if len(groups)-k > max {
+			skipped++
+			continue
+		}
+		t := clip(g.body, bodyMax)
+		switch len(g.lines) {
+		case 0:
+		case 1:
+			t = "line " + g.lines[0] + ": " + t
+		default:
+			t = "lines " + strings.Join(headLines(g.lines, 8), ", ") + moreCount(len(g.lines), 8) + ": " + t
+		}
+		if g.noop {
+			t = "no-op edit (" + t + ")"
+		}
+		out = append(out, t+" ["+strings.Join(headLines(g.ids, 3), ", ")+"]")
+	}
+	if skipped > 0 {
+		out = append([]string{strconv.Itoa(skipped) + " earlier changes"}, out...)
+	}
+	return strings.Join(out, "; ")
+}
+
+// resultTextShort is a step's result at short detail, without the model
+// (used where the step is known to be a run).
+func resultTextShort(s *step) string {
+	if s.f.out.empty && !s.failed {
+		return "ok, no output"
+	}
+	if s.failed {
+		return failureText(s, levelShort)
+	}
+	if s.f.out.tests != "" {
+		return testText(&s.f.out, levelShort)
+	}
+	return outputText(s, levelShort)
+}
+
+func indent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+// clip2 clips a text that may hold an indented block: the block is kept
+// whole when the text fits.
+func clip2(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	if i := strings.Index(s, "; content:\n"); i >= 0 && i < max {
+		return s[:i]
+	}
+	return clip(s, max)
+}
+
+// buildRecords: one line per record read or changed. Records of one
+// shape (the same fields, from the same tool) print as a table: a line
+// naming the columns once (with the values every row shares), then one
+// line of values per record, the columns the system prompt names first.
+// Then the ids of a list not yet read.
+func (l *layout) buildRecords(recency func(int) float64) {
+	m := l.m
+	recs := m.sortedRecords()
+	shapes := map[string][]*recordState{}
+	var order []string
+	for _, r := range recs {
+		k := r.rec.shape()
+		if shapes[k] == nil {
+			order = append(order, k)
+		}
+		shapes[k] = append(shapes[k], r)
+	}
+	pos := 0
+	for _, k := range order {
+		group := shapes[k]
+		if len(group) == 1 {
+			l.recordItem(group[0], nil, "", recency, float64(pos))
+			pos++
+			continue
+		}
+		cols, shared := columns(group, m.prefersField)
+		head := &item{sec: secRecords, group: k, header: true, prio: 11, order: float64(pos)}
+		names := make([]string, len(cols))
+		for i, c := range cols {
+			names[i] = c
+		}
+		h := "- columns: id [message]: " + strings.Join(names, "; ")
+		if len(shared) > 0 {
+			h += " (all rows: " + strings.Join(shared, "; ") + ")"
+		}
+		head.setAll(h)
+		l.items = append(l.items, head)
+		pos++
+		for _, r := range group {
+			l.recordItem(r, cols, k, recency, float64(pos))
+			pos++
+		}
+	}
+	for _, u := range m.unread() {
+		it := &item{sec: secRecords, prio: 9.5, order: 1e6, ids: []string{u.id}}
+		it.setAll("- not yet read: " + strings.Join(u.ids, ", ") + " (" + u.field + " of " + u.owner + " [" + u.id + "])")
+		l.items = append(l.items, it)
+	}
+}
+
+// recordSteps are the lookups that read just this record: its line tells
+// them.
+func recordSteps(m *model, id string) []*step {
+	var out []*step
+	for _, s := range m.steps {
+		if s.f.call.kind == kindLookup && len(s.f.records) == 1 && s.f.records[0].id == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// columns orders a table's columns (named by the system prompt first) and
+// sets apart the ones every row shares.
+func columns(group []*recordState, prefer func(string) bool) (cols, shared []string) {
+	first := group[0].rec.fields
+	for _, f := range first {
+		same := true
+		for _, r := range group[1:] {
+			if v, ok := r.rec.value(f.name); !ok || v != f.value {
+				same = false
+				break
+			}
+		}
+		if same {
+			shared = append(shared, f.name+" "+f.value)
+			continue
+		}
+		cols = append(cols, f.name)
+	}
+	sort.SliceStable(cols, func(i, j int) bool { return prefer(cols[i]) && !prefer(cols[j]) })
+	return cols, shared
+}
+
+// recordItem adds one record's line: "name value" pairs, or a table row
+// of the given columns.
+func (l *layout) recordItem(r *recordState, cols []string, group string, recency func(int) float64, order float64) {
+	m := l.m
+	at := r.readAt
+	if len(r.changed) > 0 {
+		at = r.changed[len(r.changed)-1]
+	}
+	head := "- " + r.id + " [" + at + "]"
+	if len(r.changed) > 0 && cols == nil {
+		head += " (" + cmpOr(r.status, "changed") + ")"
+	}
+	it := &item{sec: secRecords, key: r.id, group: group, prio: 8 + 1.5*recency(r.n), order: order, ids: []string{at}, steps: recordSteps(m, r.id)}
+	if len(r.changed) > 0 {
+		it.prio++
+	}
+	if cols == nil {
+		rest := r.rec
+		rest.id = ""
+		// A field naming another record in play (user_id) says nothing new.
+		rest.fields = slices.DeleteFunc(slices.Clone(rest.fields), func(f field) bool {
+			return f.value != r.id && m.records[f.value] != nil
+		})
+		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
+		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
+		it.texts[levelMin] = head + rest.line(m.prefersField, 90)
+	} else {
+		// Cells are cut one by one so that the columns stay aligned.
+		for lv, cell := range []int{160, 36, 14} {
+			vals := make([]string, len(cols))
+			for i, c := range cols {
+				v, _ := r.rec.value(c)
+				vals[i] = clip(cmpOr(v, "-"), cell)
+			}
+			it.texts[lv] = head + ": " + strings.Join(vals, "; ")
+		}
+	}
+	l.items = append(l.items, it)
+}
+
+// baseImportance ranks a step by what it did.
+var baseImportance = [...]float64{kindOther: 3, kindList: 1.5, kindInstall: 2, kindView: 4, kindSearch: 4.5, kindLookup: 5,
+	kindHTTP: 6, kindRun: 6.5, kindTest: 7.5, kindThink: 3, kindWrite: 6.5, kindEdit: 6.5, kindDelete: 5, kindRevert: 6.5,
+	kindMutate: 8.5, kindFinish: 8}
+
+// buildSteps: one line per step (or group of alike steps), newest and
+// most telling first when the budget is short.
+func (l *layout) buildSteps(recency func(int) float64) {
+	m := l.m
+	// Runs of one command whose outcomes differ are the evidence of what
+	// changed in between (a bug reproduced, then fixed).
+	outcomes := map[string]map[string]bool{}
+	for _, s := range m.steps {
+		if k := s.f.call.kind; k == kindRun || k == kindTest {
+			if outcomes[s.f.call.label] == nil {
+				outcomes[s.f.call.label] = map[string]bool{}
+			}
+			outcomes[s.f.call.label][outcomeKey(s)] = true
+		}
+	}
+	told := map[*step]bool{}
+	for _, it := range l.items {
+		if it.sec == secFiles || it.sec == secRecords {
+			for _, s := range it.steps {
+				told[s] = true
+			}
+		}
+	}
+	var rest []*step
+	for _, s := range m.steps {
+		if !told[s] {
+			rest = append(rest, s)
+		}
+	}
+	for _, g := range groupSteps(rest) {
+		s := g.last()
+		k := s.f.call.kind
+		p := baseImportance[k] + 4*recency(s.n)
+		if len(outcomes[s.f.call.label]) > 1 {
+			p += 2
+		}
+		switch {
+		case s.failed:
+			p += 1.5
+		case g.negative:
+			p += 0.5 // what is not there saves repeating the search
+		case k == kindSearch || k == kindView:
+			if s.react != "" && len(salient(s, 1)) > 0 {
+				p += 1
+			}
+		}
+		if len(s.f.records) == 1 && m.records[s.f.records[0].id] != nil {
+			p -= 3 // the record's line says it
+		}
+		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
+		for lv := range levels {
+			it.texts[lv] = "- " + g.text(m, lv)
+		}
+		for _, x := range g.steps {
+			it.idents = append(it.idents, stepIdents(x)...)
+		}
+		l.items = append(l.items, it)
+	}
+}
+
+// outcomeKey sums up what a run showed, to compare runs of one command.
+func outcomeKey(s *step) string {
+	o := &s.f.out
+	return strconv.FormatBool(s.failed) + "|" + o.errLine + "|" + o.tests + "|" + strings.Join(o.short, "\n") + "|" + lastMeaningful(o.lines)
+}
+
+// stepIdents are the identifiers a step's line carries at full detail.
+func stepIdents(s *step) []string {
+	return ident.Identifiers(s.f.call.label + " " + s.f.out.errLine + " " + s.f.out.tests)
+}
+
+// buildErrors: each error with its message, where it was raised, and what
+// resolved it (or that nothing has yet).
+func (l *layout) buildErrors(recency func(int) float64) {
+	m := l.m
+	for k, e := range m.errors {
+		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
+		if len(e.ids) > 3 {
+			ids = "[" + e.ids[0] + " … " + e.ids[len(e.ids)-1] + ", " + strconv.Itoa(len(e.ids)) + "×]"
+		}
+		status := "unresolved"
+		p := 7 + 2*recency(e.n)
+		if e.resolved != "" {
+			status = "resolved [" + e.resolved + "] " + e.fix
+			p -= 2.5
+		}
+		where := ""
+		if e.at != "" {
+			where = " (at " + e.at + ")"
+		}
+		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids}
+		it.texts[levelFull] = "- " + clip(e.line, 220) + where + " " + ids + ": " + status
+		it.texts[levelShort] = "- " + clip(e.line, 130) + " " + ids + ": " + clip(status, 90)
+		short := "unresolved"
+		if e.resolved != "" {
+			short = "resolved [" + e.resolved + "]"
+		}
+		it.texts[levelMin] = "- " + clip(e.line, 70) + " " + ids + ": " + short
+		l.items = append(l.items, it)
+	}
+	for _, t := range m.toolErrs {
+		it := &item{sec: secErrors, prio: 5 + recency(t.n), order: 1e5 + float64(t.n), ids: []string{t.id}}
+		// Quoted verbatim at every level: it was delivered in the user role,
+		// and must be recognisable as the tool error it is.
+		it.texts[levelFull] = "- [" + t.id + "] a tool error in the user role, not a user request: " + quoteHead(t.text, 300)
+		it.texts[levelShort] = "- [" + t.id + "] tool error, not from the user: " + quoteHead(t.text, harnessQuote)
+		it.texts[levelMin] = it.texts[levelShort]
+		l.items = append(l.items, it)
+	}
+
+}
+
+// buildNotes: the assistant's decisions and conclusions, newest first when
+// short of room.
+func (l *layout) buildNotes(recency func(int) float64) {
+	m := l.m
+	for k, nt := range m.notes {
+		it := &item{sec: secNotes, prio: 4.5 + 3*recency(nt.n), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
+		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
+		l.items = append(l.items, it)
+	}
+}
+
+// buildTold: what the assistant told the user, newest first when short of
+// room (a refusal and its reason, an offer awaiting an answer).
+func (l *layout) buildTold(recency func(int) float64) {
+	m := l.m
+	for k, t := range m.told {
+		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
+		it.texts[levelFull] = "- [" + t.id + "] to the user: " + clip(t.text, 420)
+		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(t.text, 200)
+		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(t.text, 90)
+		l.items = append(l.items, it)
+	}
+}
+
+// applyFocus raises the priority of items that mention the focus words.
+func (l *layout) applyFocus() {
+	if len(l.focus) == 0 {
+		return
+	}
+	for _, it := range l.items {
+		low := strings.ToLower(it.texts[levelFull])
+		for _, w := range l.focus {
+			if len(w) >= 3 && strings.Contains(low, strings.ToLower(w)) {
+				it.prio += 5
+				break
+			}
+		}
+	}
+}
+
+// rangeOf renders message ids as "m0010–m0018" or a short list.
+func rangeOf(ids []string) string {
+	switch len(ids) {
+	case 0:
+		return ""
+	case 1:
+		return ids[0]
+	case 2, 3:
+		return strings.Join(ids, ", ")
+	}
+	return ids[0] + "–" + ids[len(ids)-1]
+}
+
+// ---- allocation ----
+
+var debugFit = os.Getenv("BRIEF_DEBUG") != ""
+
+// margin keeps a few tokens free for the message framing around the text.
+const margin = 6
+
+// fit chooses the level of every item within the budget, then fills the
+// index and the left-out line; it returns the text and its exact count.
+// Item costs are estimated; a scale on the estimates is searched for (a
+// proportional guess, then bisection) so that the exactly counted text
+// comes as close to the budget as it can without going over.
+func (l *layout) fit() (string, int) {
+	best, bestN, bestScale, lastScale := "", -1, 0.0, 0.0
+	fits, over := math.Inf(1), 0.0 // the least scale known to fit, the greatest known to be over
+	s := 1.0
+	for attempt := 0; attempt < 7; attempt++ {
+		text := l.choose(s)
+		lastScale = s
+		n := l.count(briefd.WrapBriefing(text))
+		if debugFit {
+			println("fit attempt", attempt, "scale", s, "n", n, "budget", l.budget)
+		}
+		if n <= l.budget {
+			if n > bestN {
+				best, bestN, bestScale = text, n, s
+			}
+			fits = math.Min(fits, s)
+		} else {
+			over = math.Max(over, s)
+		}
+		if bestN >= l.budget*97/100 {
+			break
+		}
+		next := s * float64(n) / float64(l.budget)
+		switch {
+		case over > 0 && !math.IsInf(fits, 1):
+			next = (over + fits) / 2
+		case n > l.budget:
+			next += 0.02
+		}
+		if math.Abs(next-s) < 0.004 {
+			break
+		}
+		s = next
+	}
+	if bestN < 0 {
+		// The mandatory items alone are over: the budget grows to them.
+		text := l.choose(math.Inf(1))
+		return text, l.count(briefd.WrapBriefing(text))
+	}
+	if lastScale != bestScale {
+		// Leave the layout as the best text chose it, for the record.
+		l.choose(bestScale)
+	}
+	return best, bestN
+}
+
+// choose picks levels with estimated costs multiplied by scale, and
+// renders.
+func (l *layout) choose(scale float64) string {
+	cost := func(s string) float64 {
+		if s == "" {
+			return 0
+		}
+		return estimate(s) * scale
+	}
+	room := float64(l.budget-margin) - cost(briefd.WrapBriefing(""))
+	used := 0.0
+	for _, it := range l.items {
+		it.level = -1
+	}
+	used += cost(l.head)
+	// Mandatory items: the user's messages whole unless over their cap.
+	var users []*item
+	for _, it := range l.items {
+		if !it.must {
+			continue
+		}
+		it.level = levelFull
+		if it.sec == secUser {
+			users = append(users, it)
+		}
+		used += cost(it.text()) + 1
+	}
+	// Shorten the oldest user messages first while over the room.
+	for _, it := range users {
+		if used <= room*0.85 {
+			break
+		}
+		if it.texts[levelShort] != it.texts[levelFull] {
+			used -= cost(it.texts[levelFull]) - cost(it.texts[levelShort])
+			it.level = levelShort
+		}
+	}
+	opt := make([]*item, 0, len(l.items))
+	for _, it := range l.items {
+		if !it.must && it.sec != secIndex && it.sec != secOmitted {
+			opt = append(opt, it)
+		}
+	}
+	sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+	reserve := math.Min(l.indexShare*float64(l.budget), l.indexNeed*scale)
+	// Pass 1: every item at its least detail, by priority.
+	for _, it := range opt {
+		lv := it.smallest()
+		c := cost(it.texts[lv]) + 1
+		if used+c <= room-reserve {
+			it.level = lv
+			used += c
+		}
+	}
+	// Pass 2: richer detail, by priority.
+	for _, it := range opt {
+		if it.level < 0 {
+			continue
+		}
+		for lv := levelFull; lv < it.level; lv++ {
+			if it.texts[lv] == "" {
+				continue
+			}
+			extra := cost(it.texts[lv]) - cost(it.texts[it.level])
+			if used+extra <= room-reserve {
+				used += extra
+				it.level = lv
+				break
+			}
+		}
+	}
+	shownRows := map[string]bool{}
+	for _, it := range l.items {
+		if it.group != "" && !it.header && it.level >= 0 {
+			shownRows[it.group] = true
+		}
+	}
+	for _, it := range l.items {
+		if it.header && !shownRows[it.group] {
+			it.level = -1
+		}
+	}
+	text := l.render(nil)
+	idx := l.index(text, math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
+	omitted := l.omittedText()
+	l.lastIndex, l.lastOmitted = idx, omitted
+	return l.render(&extras{index: idx, omitted: omitted})
+}
+
+type extras struct {
+	index   string
+	omitted string
+}
+
+// render prints the chosen items by section.
+func (l *layout) render(x *extras) string {
+	var b strings.Builder
+	b.WriteString(l.head)
+	bySec := make([][]*item, numSections)
+	for _, it := range l.items {
+		if it.level >= 0 {
+			bySec[it.sec] = append(bySec[it.sec], it)
+		}
+	}
+	for sec := secTask; sec < numSections; sec++ {
+		items := bySec[sec]
+		switch sec {
+		case secIndex:
+			if x == nil || x.index == "" {
+				continue
+			}
+			b.WriteString("\n" + sectionNames[sec] + ": " + x.index)
+			continue
+		case secOmitted:
+			if x == nil || x.omitted == "" {
+				continue
+			}
+			b.WriteString("\n" + sectionNames[sec] + ": " + x.omitted)
+			continue
+		}
+		if len(items) == 0 {
+			continue
+		}
+		sort.SliceStable(items, func(i, j int) bool { return items[i].order < items[j].order })
+		if inline[sec] {
+			parts := make([]string, len(items))
+			for i, it := range items {
+				parts[i] = it.text()
+			}
+			b.WriteString("\n" + sectionNames[sec] + ": " + strings.Join(parts, " "))
+			continue
+		}
+		b.WriteString("\n" + sectionNames[sec] + ":")
+		for _, it := range items {
+			b.WriteString("\n" + it.text())
+		}
+	}
+	return b.String()
+}
+
+// index lists identifiers the text does not carry, best first, within
+// room tokens.
+func (l *layout) index(text string, room, scale float64) string {
+	if room <= 8 {
+		return ""
+	}
+	type cand struct {
+		id    string
+		score float64
+	}
+	seen := map[string]bool{}
+	for _, it := range l.items {
+		for _, id := range it.ids {
+			seen[id] = true // a message id is not an identifier of the work
+		}
+	}
+	var cands []cand
+	add := func(id string, score float64) {
+		if seen[id] || strings.Contains(text, id) || messageIDRe.MatchString(id) {
+			return
+		}
+		seen[id] = true
+		cands = append(cands, cand{id, score})
+	}
+	m := l.m
+	n := float64(max(1, len(m.steps)))
+	if m.prior != nil {
+		for _, id := range m.prior.index {
+			add(id, 6)
+		}
+	}
+	for _, it := range l.items {
+		if it.level >= 0 {
+			continue
+		}
+		for _, id := range it.idents {
+			if !ident.IsNumeric(id) {
+				add(id, 5)
+			}
+		}
+	}
+	for _, id := range m.idOrder {
+		u := m.ids[id]
+		numeric := ident.IsNumeric(id)
+		if numeric && !(u.spoken && u.msgs >= 2) {
+			continue
+		}
+		s := 1.0
+		if !numeric {
+			s += 2
+		}
+		if u.spoken {
+			s += 1.5
+		}
+		switch {
+		case ident.IsPath(id) && strings.Contains(id, "/"):
+			s += 1.5
+		case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
+			s += 2.5
+		case strings.HasPrefix(id, "http"):
+			s += 1
+		case isCode(id):
+			s += 1.5
+		}
+		s += math.Min(2, math.Log2(float64(u.msgs)))
+		s += 1.5 * float64(u.last) / n
+		if len(id) > 60 {
+			s -= 1
+		}
+		add(id, s)
+	}
+	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
+	var out []string
+	used := 0.0
+	for _, c := range cands {
+		cost := estimate(c.id+", ") * scale
+		if used+cost > room {
+			continue
+		}
+		used += cost
+		out = append(out, c.id)
+	}
+	return strings.Join(out, ", ")
+}
+
+// messageIDRe matches the message ids briefings cite (m0012).
+var messageIDRe = regexp.MustCompile(`^m\d{3,}$`)
+
+// isCode reports an upper-case code mixing letters and digits (HAT247,
+// 8C8K4E, E501): a record or an error the agent may quote again.
+func isCode(id string) bool {
+	letters, digits := 0, 0
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case c >= 'A' && c <= 'Z':
+			letters++
+		case c >= '0' && c <= '9':
+			digits++
+		default:
+			return false
+		}
+	}
+	return letters > 0 && digits > 0
+}
+
+// omittedText names the steps and earlier items left out, by message ids.
+func (l *layout) omittedText() string {
+	var left []*step
+	var keys []string
+	other := map[section][]string{}
+	for _, it := range l.items {
+		if it.level >= 0 || it.header {
+			continue
+		}
+		left = append(left, it.steps...)
+		switch {
+		case len(it.steps) > 0:
+		case it.key != "":
+			keys = append(keys, it.key+" ["+strings.Join(headLines(it.ids, 1), "")+"]")
+		default:
+			other[it.sec] = append(other[it.sec], it.ids...)
+		}
+	}
+
+	if len(left) == 0 && len(other) == 0 && len(keys) == 0 {
+		if p := l.m.prior; p != nil && p.leftOut != "" {
+			return "earlier: " + clip(p.leftOut, 240)
+		}
+		return ""
+	}
+	slices.SortFunc(left, func(a, b *step) int { return a.n - b.n })
+	var parts []string
+	if len(left) > 0 {
+		ids := make([]string, 0, len(left))
+		for _, s := range left {
+			ids = append(ids, s.id())
+		}
+		parts = append(parts, strconv.Itoa(len(left))+" steps ("+countKinds(left)+") at "+idRuns(ids, l.m))
+	}
+	if len(keys) > 0 {
+		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
+	}
+	for sec := secTask; sec < numSections; sec++ {
+		if ids := other[sec]; len(ids) > 0 {
+			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids))
+		}
+	}
+	if p := l.m.prior; p != nil && p.leftOut != "" {
+		parts = append(parts, "earlier: "+clip(strings.TrimSuffix(p.leftOut, "."), 240))
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+// idRuns compresses step ids into runs of consecutive steps: "m0041–m0049,
+// m0055".
+func idRuns(ids []string, m *model) string {
+	pos := map[string]int{}
+	for i, s := range m.steps {
+		pos[s.id()] = i
+	}
+	var runs []string
+	start, prev := -1, -1
+	flush := func() {
+		if start < 0 {
+			return
+		}
+		if start == prev {
+			runs = append(runs, m.steps[start].id())
+		} else {
+			runs = append(runs, m.steps[start].id()+"–"+m.steps[prev].lastID())
+		}
+	}
+	for _, id := range ids {
+		p, ok := pos[id]
+		if !ok {
+			continue
+		}
+		if start >= 0 && p == prev+1 {
+			prev = p
+			continue
+		}
+		flush()
+		start, prev = p, p
+	}
+	flush()
+	if len(runs) > 12 {
+		runs = append(runs[:12], "…")
+	}
+	return strings.Join(runs, ", ")
+}

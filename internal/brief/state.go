@@ -1,0 +1,182 @@
+package brief
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The state and the next step, derived from the model: what changed (or
+// that nothing did), what the last check after the last change showed, what
+// is still failing, and the first thing nobody has done yet.
+
+// stateText says what the span left changed, verified and broken.
+func (m *model) stateText() string {
+	var parts []string
+	var changed, scratch []string
+	for _, f := range m.sortedFiles() {
+		if !f.net() {
+			continue
+		}
+		switch {
+		case f.deleted != "":
+			changed = append(changed, f.path+" deleted")
+		case f.created != "":
+			scratch = append(scratch, f.path)
+		default:
+			changed = append(changed, f.path)
+		}
+	}
+	var recs []string
+	for _, r := range m.sortedRecords() {
+		if len(r.changed) > 0 {
+			recs = append(recs, r.id+" "+cmpOr(r.status, "changed")+" ["+r.changed[len(r.changed)-1]+"]")
+		}
+	}
+	// Mutating calls whose target was never read as a record.
+	for _, s := range m.steps {
+		if s.f.call.kind == kindMutate && !s.failed && len(s.records) == 0 && s.f.call.target != "" && m.records[s.f.call.target] == nil {
+			recs = append(recs, s.f.call.tool+" "+s.f.call.target+" ["+s.id()+"]")
+		}
+	}
+	switch {
+	case len(changed) > 0:
+		parts = append(parts, "changed: "+strings.Join(changed, ", "))
+	case len(scratch) == 0 && len(recs) == 0 && m.prior == nil:
+		if m.hasEditTools() {
+			parts = append(parts, "nothing edited yet (no file changed)")
+		} else {
+			parts = append(parts, "nothing changed yet (no state-changing call)")
+		}
+	}
+	if len(scratch) > 0 {
+		parts = append(parts, "created and still present: "+strings.Join(scratch, ", "))
+	}
+	if len(recs) > 0 {
+		parts = append(parts, "records changed: "+strings.Join(recs, ", "))
+	}
+	if v := m.lastCheck(); v != "" {
+		parts = append(parts, v)
+	}
+	var open []string
+	for _, e := range m.errors {
+		if e.resolved == "" && e.n >= len(m.steps)-8 {
+			open = append(open, clip(e.line, 100)+" ["+e.ids[len(e.ids)-1]+"]")
+		}
+	}
+	if len(open) > 0 {
+		parts = append(parts, "still failing: "+strings.Join(headLines(open, 3), "; "))
+	}
+	if m.finished != nil {
+		parts = append(parts, "finish called ["+m.finished.id()+"]")
+	}
+	if len(parts) == 0 {
+		return "no change recorded in this span"
+	}
+	return strings.Join(parts, ". ") + "."
+}
+
+// hasEditTools reports whether the agent works on files (shell or editor
+// tools) rather than through API tools.
+func (m *model) hasEditTools() bool {
+	for _, s := range m.steps {
+		switch s.f.call.kind {
+		case kindLookup, kindMutate:
+			return false
+		}
+	}
+	return true
+}
+
+// lastCheck tells the last test or run after the last change, and its
+// outcome; or that nothing ran since.
+func (m *model) lastCheck() string {
+	lastChange := -1
+	for _, s := range m.steps {
+		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && !s.failed {
+			lastChange = s.n
+		}
+	}
+	if lastChange < 0 {
+		return ""
+	}
+	var check *step
+	for _, s := range m.steps[lastChange+1:] {
+		if s.f.call.kind == kindTest || s.f.call.kind == kindRun {
+			check = s
+		}
+	}
+	if check == nil {
+		return "not run or tested since the last change [" + m.steps[lastChange].id() + "]"
+	}
+	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + resultText(m, check, levelShort)
+}
+
+// nextText derives the next step: the unread rest of a list being gone
+// through, an unanswered question to the user, the latest stated intention
+// no call carried out, the one path a last search found, the error still
+// open; else it points at the kept messages.
+func (m *model) nextText() string {
+	if u := m.unread(); len(u) > 0 {
+		l := u[len(u)-1]
+		return "read " + strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
+	}
+	if m.asked != nil && m.asked.n == len(m.steps) {
+		return "the user has not yet answered [" + m.asked.id + "]: \"" + clip(lastSentences(m.asked.text, 2), 220) + "\""
+	}
+	for i := len(m.intents) - 1; i >= 0; i-- {
+		in := m.intents[i]
+		if !in.done && in.n >= len(m.steps)-6 {
+			return "stated at [" + in.id + "], not yet done: \"" + clip(in.text, 220) + "\""
+		}
+	}
+	if n := len(m.steps); n > 0 {
+		last := m.steps[n-1]
+		if last.f.call.kind == kindSearch && !last.failed {
+			if hits, k := searchHits(last.f.out.lines); k == 1 {
+				p := hitFiles(hits)
+				if len(p) == 1 {
+					if f := m.file(p[0], false); f == nil || len(f.views) == 0 {
+						return "open " + p[0] + ", the one hit of the last search [" + last.id() + "]."
+					}
+				}
+			}
+		}
+	}
+	for i := len(m.errors) - 1; i >= 0; i-- {
+		e := m.errors[i]
+		if e.resolved == "" && e.n >= len(m.steps)-3 {
+			return "resolve \"" + clip(e.line, 140) + "\" [" + e.ids[len(e.ids)-1] + "]."
+		}
+	}
+	if m.finished != nil {
+		return "the agent called finish [" + m.finished.id() + "]; see the kept messages."
+	}
+	return "continue from the kept messages below (the span ends at " + m.last + ")."
+}
+
+// lastSentences returns the last n sentences of a text.
+func lastSentences(text string, n int) string {
+	s := sentences(text)
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return strings.Join(s, " ")
+}
+
+// countKinds names the kinds of a set of steps: "5 view, 3 search".
+func countKinds(steps []*step) string {
+	counts := map[kind]int{}
+	var order []kind
+	for _, s := range steps {
+		k := s.f.call.kind
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		parts = append(parts, strconv.Itoa(counts[k])+" "+k.String())
+	}
+	return strings.Join(parts, ", ")
+}
