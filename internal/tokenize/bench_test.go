@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/briefd/briefd/examples"
+	"github.com/briefd/briefd/internal/tokenize/vocabfile"
 )
 
 // BenchmarkCount measures counting real agent text (the three example
@@ -83,5 +84,24 @@ func BenchmarkCountNoWhitespace(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLoad measures what the first Get of an encoding costs a
+// process: parsing the embedded vocabulary and indexing it.
+func BenchmarkLoad(b *testing.B) {
+	for _, tt := range []struct{ name, vocab string }{{CL100K, cl100kVocab}, {O200K, o200kVocab}} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				v, err := vocabfile.Parse(tt.vocab)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := newRankTable(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
