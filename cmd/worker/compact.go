@@ -77,7 +77,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 // stopGrace is how long a one-shot command may take to return its own
 // error once its context ends, before it is abandoned.
-const stopGrace = 500 * time.Millisecond
+const stopGrace = 250 * time.Millisecond
 
 // untilDone runs f and returns its error; once ctx ends, it waits at most
 // grace for f and then returns an error naming the cause without waiting

@@ -109,6 +109,11 @@ func (t *rankTable) mergeByRank(ctx context.Context, piece string, m *rankMerge)
 		m.startLen[i], m.endLen[i], m.pairRank[i] = 1, 1, noRank
 	}
 	for i := range n - 1 {
+		if i%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return 0, context.Cause(ctx)
+			}
+		}
 		if r, ok := t.rank(piece[i : i+2]); ok {
 			m.pairRank[i] = r
 			m.add(r, i, current)
