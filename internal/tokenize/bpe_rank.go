@@ -1,6 +1,7 @@
 package tokenize
 
 import (
+	"cmp"
 	"context"
 	"slices"
 )
@@ -63,7 +64,7 @@ func (m *rankMerge) add(r int32, start int, current int32) {
 		i = int32(len(m.buckets))
 		m.bucketOf[r] = i
 		m.buckets = append(m.buckets, bucket{})
-		heapPush32(&m.ranks, r)
+		heapPush(&m.ranks, r)
 	}
 	b := &m.buckets[i]
 	last := int32(-1)
@@ -140,7 +141,7 @@ func (t *rankTable) mergeByRank(ctx context.Context, piece string, m *rankMerge)
 			if len(m.ranks) == 0 {
 				return count, nil
 			}
-			current = heapPop32(&m.ranks)
+			current = heapPop(&m.ranks)
 			m.take(m.bucketOf[current])
 			delete(m.bucketOf, current)
 			next = 0
@@ -175,7 +176,8 @@ func (t *rankTable) mergeByRank(ctx context.Context, piece string, m *rankMerge)
 	}
 }
 
-func heapPush(h *[]uint64, k uint64) {
+// heapPush and heapPop keep a binary min-heap in a slice.
+func heapPush[T cmp.Ordered](h *[]T, k T) {
 	*h = append(*h, k)
 	s := *h
 	for i := len(s) - 1; i > 0; {
@@ -188,44 +190,7 @@ func heapPush(h *[]uint64, k uint64) {
 	}
 }
 
-func heapPop(h *[]uint64) uint64 {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= len(s) {
-			break
-		}
-		if c+1 < len(s) && s[c+1] < s[c] {
-			c++
-		}
-		if s[i] <= s[c] {
-			break
-		}
-		s[i], s[c] = s[c], s[i]
-		i = c
-	}
-	*h = s
-	return top
-}
-
-func heapPush32(h *[]int32, k int32) {
-	*h = append(*h, k)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if s[p] <= s[i] {
-			break
-		}
-		s[p], s[i] = s[i], s[p]
-		i = p
-	}
-}
-
-func heapPop32(h *[]int32) int32 {
+func heapPop[T cmp.Ordered](h *[]T) T {
 	s := *h
 	top := s[0]
 	last := len(s) - 1
