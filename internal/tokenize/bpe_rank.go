@@ -6,17 +6,19 @@ import (
 	"slices"
 )
 
-// rankMerge is the merge loop of long pieces, rank by rank: all pairs of
-// the lowest rank, left to right, then the next rank. That is tiktoken's
-// order (lowest rank first, leftmost on a tie) as long as merges create
-// pairs of higher rank only; the rare pair a merge creates with a rank
-// not above the current one goes to a small heap that is served first,
-// by (rank, start) like the rest.
+// rankMerge is the merge loop of long pieces by passes: all pairs of the
+// lowest rank, left to right, then those of the next rank, and so on.
+// That is tiktoken's order (lowest rank first, leftmost on a tie) while
+// merges only create pairs of higher rank, as they almost always do in a
+// trained vocabulary; a pair created with a rank not above the current
+// pass goes to a small heap served first, in (rank, start) order, so the
+// order is tiktoken's on any vocabulary (TestMergesAgree).
 //
-// A merge creates two pairs, each longer than the token just merged and
-// starting at the same byte as some earlier pair, so a rank is never
-// given twice to the same start: an entry is current exactly when its
-// start still begins a part and the pair there still has its rank.
+// Entries are never updated in place: when a pair changes, its entry stays
+// filed and is skipped when its turn comes. The pair starting at a given
+// byte only ever grows, so it never has the same rank twice: an entry is
+// current exactly when its start still begins a part and the pair there
+// still has its rank.
 type rankMerge struct {
 	startLen, endLen []uint8 // part length at its first and last byte; 0 at the first: not a part
 	pairRank         []int32 // rank of the pair starting at each part, noRank if none
@@ -33,7 +35,7 @@ type rankMerge struct {
 // as it grows, and the blocks go back to the pool when its pass begins.
 type bucket struct{ blocks []int32 }
 
-const blockSize = 512
+const blockSize = 128
 
 func (m *rankMerge) reset(n int) {
 	if cap(m.pairRank) < n {
@@ -102,6 +104,8 @@ func (m *rankMerge) take(i int32) {
 	}
 }
 
+// mergeByRank counts the tokens of piece; see rankMerge. It looks at ctx
+// every ctxCheckEvery steps.
 func (t *rankTable) mergeByRank(ctx context.Context, piece string, m *rankMerge) (int, error) {
 	n := len(piece)
 	m.reset(n)
