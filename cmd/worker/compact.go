@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/compact"
@@ -43,7 +44,8 @@ type compactOutput struct {
 // runCompact implements `worker compact [flags] FILE`: it compacts one
 // history file (or stdin for "-") and prints a compactOutput. Exit status
 // 0 covers both "compacted" and "nothing to compact"; an unreadable or
-// invalid history is an error.
+// invalid history is an error. When ctx ends (Ctrl-C, SIGTERM) it stops
+// within stopGrace, whatever step it is in.
 func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -69,7 +71,48 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usageErrorf("compact takes one FILE (or - for stdin), got %d", len(files))
 	}
 	file := files[0]
+	job := compactJob{file: file, conversation: *conv, tenant: *tenant, force: *force, cfg: cfg, llm: llm}
+	return untilDone(ctx, stopGrace, func() error { return job.run(ctx, stdin, stdout, stderr) })
+}
 
+// stopGrace is how long a one-shot command may take to return its own
+// error once its context ends, before it is abandoned.
+const stopGrace = 250 * time.Millisecond
+
+// untilDone runs f and returns its error; once ctx ends, it waits at most
+// grace for f and then returns an error naming the cause without waiting
+// further. The counting and the LLM calls stop with ctx on their own; this
+// covers the steps that cannot (reading a stdin that never ends, decoding
+// a large file), so that Ctrl-C always stops the command: Main returns and
+// the process exits, taking f's goroutine with it.
+func untilDone(ctx context.Context, grace time.Duration, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-timer.C:
+		return fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
+}
+
+// compactJob is one run of `worker compact`, its flags parsed.
+type compactJob struct {
+	file, conversation, tenant string
+	force                      bool
+	cfg                        compact.Config
+	llm                        func(*slog.Logger) (compact.Summarizer, error)
+}
+
+func (j compactJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	file := j.file
 	var data []byte
 	var err error
 	if file == "-" {
@@ -84,7 +127,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	id := cmp.Or(*conv, h.ID)
+	id := cmp.Or(j.conversation, h.ID)
 	if id == "" {
 		id = "stdin"
 		if file != "-" {
@@ -93,7 +136,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	summarizer, err := llm(logger)
+	summarizer, err := j.llm(logger)
 	if err != nil {
 		return fmt.Errorf("llm cascade: %w", err)
 	}
@@ -101,11 +144,11 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if summarizer != nil {
 		opts = append(opts, compact.WithSummarizer(summarizer))
 	}
-	eng, err := compact.New(cfg, opts...)
+	eng, err := compact.New(j.cfg, opts...)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: *tenant, Messages: h.Messages, Force: *force})
+	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: j.tenant, Messages: h.Messages, Force: j.force})
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -240,3 +241,38 @@ func TestRunEmbedded(t *testing.T) {
 }
 
 var _ = os.Stdout
+
+// Ctrl-C stops `worker compact` even in a step that cannot watch the
+// context: here, reading a stdin that never ends.
+func TestCompactInterruptedWhileReading(t *testing.T) {
+	stdin, w := io.Pipe()
+	defer w.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out, errb bytes.Buffer
+	if code := Main(ctx, []string{"compact", "-"}, stdin, &out, &errb); code != 1 || !strings.Contains(errb.String(), "interrupted: context canceled") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}
+
+// A signal while a long message is counted stops the command (the
+// engine's own stop is tested in internal/compact).
+func TestCompactInterruptedWhileCounting(t *testing.T) {
+	h := briefd.History{ID: "big", Messages: []briefd.Message{
+		{ID: "u", Role: briefd.RoleUser, Content: briefd.Text(strings.Repeat("x", 8<<20))},
+	}}
+	data, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	var out, errb bytes.Buffer
+	if code := Main(ctx, []string{"compact", "--force", file}, strings.NewReader(""), &out, &errb); code != 1 || !strings.Contains(errb.String(), "context canceled") {
+		t.Fatalf("exit %d, stderr %q", code, errb.String())
+	}
+}

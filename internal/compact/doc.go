@@ -28,8 +28,8 @@
 // # Token counts
 //
 // [TokenCounter] counts with the model's encoding (o200k_base or
-// cl100k_base), offline. Tokenizing costs about a microsecond per token, so
-// counts are cached by content hash, per message and per chunk of long
-// text: re-compacting a history that grew by one turn tokenizes about one
-// turn.
+// cl100k_base), offline, exactly as tiktoken does (package tokenize).
+// Tokenizing costs about 0.1 microsecond per token, so counts are cached by
+// content hash, per message and per chunk of long text: re-compacting a
+// history that grew by one turn tokenizes about one turn.
 package compact

@@ -263,7 +263,8 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// countMessages counts every message, checking ctx between messages.
+// countMessages counts every message; a long one stops counting as soon
+// as ctx ends.
 func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]int, int, error) {
 	counts := make([]int, len(msgs))
 	total := 0
@@ -273,8 +274,12 @@ func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]in
 				return nil, 0, context.Cause(ctx)
 			}
 		}
-		counts[i] = e.counter.CountMessage(&msgs[i])
-		total += counts[i]
+		n, err := e.counter.CountMessageContext(ctx, &msgs[i])
+		if err != nil {
+			return nil, 0, err
+		}
+		counts[i] = n
+		total += n
 	}
 	return counts, total, nil
 }

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -8,14 +9,13 @@ import (
 	"sync"
 
 	"github.com/briefd/briefd"
-	"github.com/pkoukk/tiktoken-go"
-	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/briefd/briefd/internal/tokenize"
 )
 
 // Token encodings the engine supports.
 const (
-	EncodingO200K  = "o200k_base"
-	EncodingCL100K = "cl100k_base"
+	EncodingO200K  = tokenize.O200K
+	EncodingCL100K = tokenize.CL100K
 )
 
 // Token costs that are not text.
@@ -49,40 +49,6 @@ func EncodingForModel(model string) string {
 	return EncodingCL100K
 }
 
-// setOfflineLoader points tiktoken-go at the embedded BPE files. The
-// library keeps its loader in a package variable and downloads with no
-// timeout otherwise, so it is set once per process, before any encoding is
-// built.
-var setOfflineLoader = sync.OnceFunc(func() {
-	tiktoken.SetBpeLoader(tiktoken_loader.NewOfflineLoader())
-})
-
-// encoder is a lazily built, then immutable, tiktoken encoding. Building
-// one costs a few hundred milliseconds, so every counter of the process
-// shares it, like a compiled regexp.
-type encoder struct {
-	once sync.Once
-	tk   *tiktoken.Tiktoken
-	err  error
-}
-
-var encoders = map[string]*encoder{EncodingO200K: {}, EncodingCL100K: {}}
-
-func getEncoder(name string) (*tiktoken.Tiktoken, error) {
-	e, ok := encoders[name]
-	if !ok {
-		return nil, fmt.Errorf("compact: unknown token encoding %q", name)
-	}
-	e.once.Do(func() {
-		setOfflineLoader()
-		e.tk, e.err = tiktoken.GetEncoding(name)
-		if e.err != nil {
-			e.err = fmt.Errorf("compact: load token encoding %s: %w", name, e.err)
-		}
-	})
-	return e.tk, e.err
-}
-
 // Cache sizes of a TokenCounter, in entries (16 bytes each).
 const (
 	messageCacheSize = 1 << 16
@@ -99,12 +65,12 @@ const (
 	chunkMin    = 32   // texts shorter than this are not cached
 )
 
-// TokenCounter counts tokens exactly with one tiktoken encoding. It caches
-// counts by content hash, per message and per chunk of long text, in
-// bounded caches, so a history that grew by one message costs one message
-// of tokenization. It is safe for concurrent use.
+// TokenCounter counts tokens exactly as tiktoken does, with one encoding
+// (see package tokenize). It caches counts by content hash, per message and
+// per chunk of long text, in bounded caches, so a history that grew by one
+// message costs one message of tokenization. It is safe for concurrent use.
 type TokenCounter struct {
-	enc      *tiktoken.Tiktoken
+	enc      *tokenize.Encoding
 	encName  string
 	overhead int
 	seed     maphash.Seed
@@ -120,9 +86,9 @@ func NewTokenCounter(model, encoding string, perMessageOverhead int) (*TokenCoun
 	if encoding == "" {
 		encoding = EncodingForModel(model)
 	}
-	tk, err := getEncoder(encoding)
+	tk, err := tokenize.Get(encoding)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("compact: token counter: %w", err)
 	}
 	return &TokenCounter{
 		enc:      tk,
@@ -140,16 +106,27 @@ func (c *TokenCounter) Encoding() string { return c.encName }
 // Count returns the number of tokens of text, with special tokens counted
 // as ordinary text (as an API does with user content).
 func (c *TokenCounter) Count(text string) int {
+	n, _ := c.CountContext(context.Background(), text)
+	return n
+}
+
+// CountContext is [TokenCounter.Count] that gives up when ctx ends,
+// returning its cause; a long text stops within milliseconds.
+func (c *TokenCounter) CountContext(ctx context.Context, text string) (int, error) {
 	if len(text) < chunkMin {
-		return c.encode(text)
+		return c.enc.CountContext(ctx, text)
 	}
 	total := 0
 	for len(text) > 0 {
 		n := chunkEnd(text)
-		total += c.countChunk(text[:n])
+		k, err := c.countChunk(ctx, text[:n])
+		if err != nil {
+			return 0, err
+		}
+		total += k
 		text = text[n:]
 	}
-	return total
+	return total, nil
 }
 
 // chunkEnd returns the length of text's first chunk.
@@ -171,54 +148,74 @@ func chunkEnd(text string) int {
 
 func isASCIILetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
 
-func (c *TokenCounter) countChunk(chunk string) int {
+func (c *TokenCounter) countChunk(ctx context.Context, chunk string) (int, error) {
 	if len(chunk) < chunkMin {
-		return c.encode(chunk)
+		return c.enc.CountContext(ctx, chunk)
 	}
 	key := maphash.String(c.seed, chunk)
 	if n, ok := c.chunks.get(key); ok {
-		return n
+		return n, nil
 	}
-	n := c.encode(chunk)
+	n, err := c.enc.CountContext(ctx, chunk)
+	if err != nil {
+		return 0, err
+	}
 	c.chunks.put(key, n)
-	return n
+	return n, nil
 }
 
-func (c *TokenCounter) encode(text string) int {
-	if text == "" {
-		return 0
-	}
-	return len(c.enc.EncodeOrdinary(text))
-}
+// encode counts text uncached.
+func (c *TokenCounter) encode(text string) int { return c.enc.Count(text) }
 
 // CountMessage returns the tokens a message costs in a prompt: the
 // per-message overhead, its content (each image part [ImageTokens]), its
 // name, and each tool call's name and arguments plus a small framing cost.
 // Counts are cached by a hash of the message's content (not its id).
 func (c *TokenCounter) CountMessage(m *briefd.Message) int {
+	n, _ := c.CountMessageContext(context.Background(), m)
+	return n
+}
+
+// CountMessageContext is [TokenCounter.CountMessage] that gives up when ctx
+// ends, returning its cause.
+func (c *TokenCounter) CountMessageContext(ctx context.Context, m *briefd.Message) (int, error) {
 	key := c.messageKey(m)
 	if n, ok := c.messages.get(key); ok {
-		return n
+		return n, nil
 	}
 	n := c.overhead
+	var err error
+	add := func(text string) {
+		if err == nil {
+			var k int
+			k, err = c.CountContext(ctx, text)
+			n += k
+		}
+	}
 	if m.Content.Parts == nil {
-		n += c.Count(m.Content.Text)
+		add(m.Content.Text)
 	}
 	for _, p := range m.Content.Parts {
 		if p.Type == "text" {
-			n += c.Count(p.Text)
+			add(p.Text)
 		} else {
 			n += ImageTokens
 		}
 	}
 	if m.Name != "" {
-		n += c.Count(m.Name) + nameOverhead
+		add(m.Name)
+		n += nameOverhead
 	}
 	for _, tc := range m.ToolCalls {
-		n += toolCallOverhead + c.Count(tc.Function.Name) + c.Count(tc.Function.Arguments)
+		n += toolCallOverhead
+		add(tc.Function.Name)
+		add(tc.Function.Arguments)
+	}
+	if err != nil {
+		return 0, err
 	}
 	c.messages.put(key, n)
-	return n
+	return n, nil
 }
 
 // messageKey hashes every field CountMessage reads, each length-prefixed so

@@ -1,11 +1,14 @@
 package compact
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/briefd/briefd"
@@ -254,4 +257,42 @@ func loadHistories(t testing.TB, optional bool) []*briefd.History {
 		out = append(out, h)
 	}
 	return out
+}
+
+// endsAfter is a context that ends after its first n looks at Err, so a
+// test can stop a computation in its middle without timing.
+type endsAfter struct {
+	context.Context
+	n atomic.Int32
+}
+
+func (c *endsAfter) Err() error {
+	if c.n.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// A compaction stops in the middle of counting one long message when its
+// context ends: a worker's deadline is not held by a slow text.
+func TestCompactStopsWhileCounting(t *testing.T) {
+	t.Parallel()
+	msgs := []briefd.Message{{ID: "u", Role: briefd.RoleUser, Content: briefd.Text(strings.Repeat("x", 1<<20))}}
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := &endsAfter{Context: context.Background()}
+	ctx.n.Store(1) // the engine's own look before counting
+	if _, err := e.Compact(ctx, Request{ConversationID: "c", Messages: msgs, Force: true}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if n := ctx.n.Load(); n > -1 {
+		t.Fatal("the tokenizer never looked at the context")
+	}
+	// The same message, counted to the end, is cached only then.
+	n, err := e.Counter().CountMessageContext(context.Background(), &msgs[0])
+	if err != nil || n != e.Counter().encode(msgs[0].Content.Text)+DefaultPerMessageOverhead {
+		t.Fatalf("count %d, %v", n, err)
+	}
 }
