@@ -39,6 +39,9 @@ type Snapshot struct {
 type Delivery struct {
 	// NumDelivered counts deliveries, this one included (1 the first time).
 	NumDelivered uint64
+	// Attempt counts the deliveries that were attempts: NumDelivered less
+	// the times the snapshot was handed back at a shutdown or deferred.
+	Attempt uint64
 	// NumPending is the consumer's count of undelivered snapshots.
 	NumPending uint64
 	// Timestamp is when the snapshot was stored.
