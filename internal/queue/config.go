@@ -75,7 +75,9 @@ type Config struct {
 	// TenantConcurrency caps the handlers one tenant may hold in one
 	// process while another tenant has work, so a flood from one tenant
 	// cannot take every slot. Default Concurrency/2 (at least 1). A
-	// tenant alone uses every slot.
+	// tenant alone uses every slot but one, which looks ahead in the
+	// queue for other tenants (deferring the alone tenant's snapshots it
+	// meets, with a growing delay; deferrals are not attempts).
 	TenantConcurrency int
 	// Backoff are the NakWithDelay delays after a transient error, indexed
 	// by delivery count (the last repeats). Default 1s, 5s, 15s, 30s. They

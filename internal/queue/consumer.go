@@ -126,7 +126,7 @@ func NewConsumer(js jetstream.JetStream, cfg Config, h Handler, hooks Hooks) (*C
 	return &Consumer{
 		js: js, cfg: cfg, handler: h, hooks: hooks, resolver: NewResolver(js, cfg), log: cfg.Logger.With("component", "queue"),
 		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}), fetchDone: make(chan struct{}),
-		fair: fairness{cap: cfg.TenantConcurrency, inflight: map[string]int{}, seen: map[string]time.Time{}},
+		fair: fairness{cap: cfg.TenantConcurrency, slots: cfg.Concurrency, inflight: map[string]int{}, seen: map[string]time.Time{}},
 	}, nil
 }
 
@@ -322,11 +322,13 @@ func (c *Consumer) pull(n int) (int, error) {
 	return used, batch.Error()
 }
 
-// fairness caps the handlers one tenant holds in this process while
-// another tenant has shown work within fairWindow; a tenant alone may use
-// every slot, so the cap costs nothing without contention.
+// fairness caps the handlers one tenant holds in this process: at most
+// cap while another tenant has shown work within fairWindow, and one less
+// than every slot otherwise. The spare slot looks ahead in the queue:
+// snapshots of a tenant at its cap are deferred, so another tenant's
+// snapshot behind a flood is reached and run.
 type fairness struct {
-	cap      int
+	cap, slots int
 	mu       sync.Mutex
 	inflight map[string]int
 	seen     map[string]time.Time
@@ -351,7 +353,11 @@ func (f *fairness) admit(tenant string, now time.Time) bool {
 		}
 		f.pruned = now
 	}
-	if f.inflight[tenant] >= f.cap && len(f.seen) > 1 {
+	limit := max(f.slots-1, 1)
+	if len(f.seen) > 1 {
+		limit = f.cap
+	}
+	if f.inflight[tenant] >= limit {
 		return false
 	}
 	f.inflight[tenant]++
@@ -457,7 +463,7 @@ func requeueKey(streamSeq uint64) string { return strconv.FormatUint(streamSeq, 
 // unreadable count is 0: the snapshot then risks an early dead letter,
 // never an endless loop.
 func (c *Consumer) requeueCount(streamSeq uint64) uint64 {
-	ctx, cancel := context.WithTimeout(c.workCtx, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
 	defer cancel()
 	e, err := c.requeues.Get(ctx, requeueKey(streamSeq))
 	if err != nil {
