@@ -329,10 +329,10 @@ func (c *Consumer) pull(n int) (int, error) {
 // snapshot behind a flood is reached and run.
 type fairness struct {
 	cap, slots int
-	mu       sync.Mutex
-	inflight map[string]int
-	seen     map[string]time.Time
-	pruned   time.Time
+	mu         sync.Mutex
+	inflight   map[string]int
+	seen       map[string]time.Time
+	pruned     time.Time
 }
 
 // fairWindow is how long a tenant seen on the consumer counts as having
