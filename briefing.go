@@ -52,4 +52,12 @@ type Briefing struct {
 	SpanTokens     int       `json:"span_tokens"`
 	BriefingTokens int       `json:"briefing_tokens"`
 	CreatedAt      time.Time `json:"created_at"`
+	// SnapshotSeq is the snapshot stream's sequence of the snapshot the
+	// briefing was computed from, and SnapshotTime when the stream stored
+	// it. Stores order briefings by SnapshotTime: the briefing of the
+	// newest snapshot is the latest, whatever its Position, so a forged or
+	// buggy Position cannot pin a conversation. Zero when the briefing did
+	// not come from the stream (Position then orders).
+	SnapshotSeq  uint64    `json:"snapshot_seq,omitempty"`
+	SnapshotTime time.Time `json:"snapshot_time,omitzero"`
 }

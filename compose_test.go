@@ -71,11 +71,26 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("worker should wait for %s to be healthy", dep)
 		}
 	}
-	if w.Environment["BRIEFD_REPLICAS"] != "3" {
-		t.Errorf("streams should be replicated on the 3-node cluster, BRIEFD_REPLICAS=%q", w.Environment["BRIEFD_REPLICAS"])
+	for _, k := range []string{"BRIEFD_REPLICAS", "BRIEFD_DEAD_REPLICAS", "BRIEFD_AUDIT_REPLICAS"} {
+		if w.Environment[k] != "3" {
+			t.Errorf("streams should be replicated on the 3-node cluster, %s=%q", k, w.Environment[k])
+		}
+	}
+	// Durability: every node fsyncs before it acks, Redis before it replies.
+	conf, err := os.ReadFile("deploy/nats.conf")
+	if err != nil || !strings.Contains(string(conf), "sync_interval: always") {
+		t.Errorf("deploy/nats.conf should set sync_interval: always (%v)", err)
+	}
+	for _, name := range []string{"nats-1", "nats-2", "nats-3"} {
+		if !strings.Contains(strings.Join(doc.Services[name].Command, " "), "-c /etc/nats/briefd.conf") {
+			t.Errorf("%s does not load deploy/nats.conf", name)
+		}
+	}
+	if redis := strings.Join(doc.Services["redis"].Command, " "); !strings.Contains(redis, "--appendfsync always") {
+		t.Errorf("redis should fsync its append-only file on every write: %s", redis)
 	}
 	// Secrets come from the environment or a .env file, never the file itself.
-	ref := regexp.MustCompile(`^\$\{[A-Z0-9_]+(:-)?\}$`)
+	ref := regexp.MustCompile(`^\$\{[A-Z0-9_]+(:-|:\?[^}]*)?\}$`)
 	for name, svc := range doc.Services {
 		for k, v := range svc.Environment {
 			if regexp.MustCompile(`KEY|PASSWORD|TOKEN|SECRET`).MatchString(k) && v != "" && !ref.MatchString(v) {

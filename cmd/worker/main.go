@@ -4,6 +4,7 @@
 //	worker compact     compact one history file and print the result as JSON
 //	worker eval        quality report of the deterministic briefing over a folder of histories
 //	worker replay      re-run the compaction of a stored snapshot and compare it with the stored briefing
+//	worker rebuild     recompute every conversation's latest briefing from the stream (a store lost)
 //	worker healthcheck probe a worker's /readyz (for container health checks)
 //
 // Every flag also reads a BRIEFD_* environment variable; flags win.
@@ -34,6 +35,7 @@ commands:
   compact      compact one history file (or - for stdin) and print JSON
   eval         quality report over a folder of histories
   replay       re-run a stored snapshot's compaction and compare
+  rebuild      recompute every conversation's latest briefing from the stream
   healthcheck  probe a worker's readiness endpoint
   version      print the engine version
 
@@ -57,6 +59,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		err = runEval(ctx, args, stdout, stderr)
 	case "replay":
 		err = runReplay(ctx, args, stdout, stderr)
+	case "rebuild":
+		err = runRebuild(ctx, args, stdout, stderr)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args, stdout, stderr)
 	case "version":

@@ -59,7 +59,7 @@ func TestBriefingTTLFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, js := natstest.Start(t).Connect(t)
-	if _, _, closeStore, err := openStore(t.Context(), &f, js); err != nil {
+	if _, closeStore, err := openStore(t.Context(), &f, js, true); err != nil {
 		t.Fatal(err)
 	} else {
 		closeStore()

@@ -105,7 +105,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	store, _, closeStore, err := openStore(ctx, &f, js)
+	store, closeStore, err := openStore(ctx, &f, js, false) // a diagnostic never writes
 	if err != nil {
 		return err
 	}

@@ -96,3 +96,110 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("a different window should give a different compaction: %s", out.String())
 	}
 }
+
+// replay is a diagnostic: it leaves the bucket's settings as the service
+// set them (it used to reset its TTL to its own flag's default).
+func TestReplayDoesNotWrite(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	ctx := t.Context()
+	store, err := cache.NewKVStore(ctx, js, cache.KVConfig{TTL: 48 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.EnsureStreams(ctx, js, queue.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(example)
+	h, _ := briefd.ParseHistory(data)
+	if _, err := queue.NewPublisher(js, queue.Config{}).Publish(ctx, "acme", "r1", h.Messages); err != nil {
+		t.Fatal(err)
+	}
+	_ = store
+	var out, errb bytes.Buffer
+	if code := Main(ctx, []string{"replay", "--nats-url", srv.URL(), "--tenant", "acme", "--conversation", "r1",
+		"--context-window", "12000"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("replay exit %d: %s", code, errb.String())
+	}
+	kv, err := js.KeyValue(ctx, cache.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != 48*time.Hour {
+		t.Fatalf("bucket TTL %v after replay, want the service's 48h", st.TTL())
+	}
+}
+
+// After the store loses everything, rebuild restores each conversation's
+// latest briefing from the stream.
+func TestRebuild(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	ctx := t.Context()
+	store, err := cache.NewKVStore(ctx, js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := worker.New(js, store, worker.Config{Engine: compact.Config{ContextWindow: 12000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(example)
+	h, _ := briefd.ParseHistory(data)
+	pub := queue.NewPublisher(js, queue.Config{})
+	want := map[string]string{}
+	for _, conv := range []string{"a", "b", "c"} {
+		if _, err := pub.Publish(ctx, "acme", conv, h.Messages); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, conv := range []string{"a", "b", "c"} {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if b, err := store.Latest(ctx, "acme", conv); err == nil {
+				want[conv] = b.BoundaryID
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("no briefing stored")
+			}
+		}
+	}
+	stop, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	w.Stop(stop)
+	// The store is lost: the bucket is purged of every key.
+	kv, _ := js.KeyValue(ctx, cache.DefaultBucket)
+	keys, _ := kv.Keys(ctx)
+	for _, k := range keys {
+		kv.Purge(ctx, k)
+	}
+	var out, errb bytes.Buffer
+	if code := Main(ctx, []string{"rebuild", "--nats-url", srv.URL(), "--context-window", "12000"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("rebuild exit %d: %s", code, errb.String())
+	}
+	var rep worker.RebuildReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Conversations != 3 || rep.Rebuilt != 3 {
+		t.Fatalf("report %s (%v)", out.String(), err)
+	}
+	for conv, boundary := range want {
+		b, err := store.Latest(ctx, "acme", conv)
+		if err != nil || b.BoundaryID != boundary {
+			t.Fatalf("%s: latest %v, %v; want boundary %s", conv, b, err, boundary)
+		}
+	}
+	// Run again: everything is current.
+	out.Reset()
+	if code := Main(ctx, []string{"rebuild", "--nats-url", srv.URL(), "--context-window", "12000"}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("second rebuild exit %d: %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.Current != 3 {
+		t.Fatalf("second report %s", out.String())
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/audit"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/envflag"
@@ -45,6 +46,8 @@ type serviceFlags struct {
 	shutdownTimeout                                       time.Duration
 	briefingTTL                                           time.Duration
 	logLevel, logFormat                                   string
+	auditReplicas, maxBoundaries, redisWaitReplicas       int
+	redisWaitAOF                                          bool
 	queue                                                 queue.Config
 }
 
@@ -71,7 +74,14 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 
 	q := &f.queue
 	fs.StringVar(&q.Prefix, "prefix", queue.DefaultPrefix, "first subject token of every briefd subject")
-	fs.IntVar(&q.Replicas, "replicas", 1, "replicas of every stream (3 in a 3-node cluster)")
+	fs.IntVar(&q.Replicas, "replicas", 1, "replicas of the snapshot and body streams and the key-value bucket (3 in a 3-node cluster)")
+	fs.IntVar(&q.DeadReplicas, "dead-replicas", 0, "replicas of the dead-letter stream and requeue bucket (default --replicas)")
+	fs.IntVar(&f.auditReplicas, "audit-replicas", 0, "replicas of the audit stream (default --replicas)")
+	fs.IntVar(&q.TenantConcurrency, "tenant-concurrency", 0, "compactions one tenant may hold in this process while another tenant has work (default concurrency/2)")
+	fs.IntVar(&q.MaxRequeues, "max-requeues", 0, "redeliveries that are not attempts (shutdowns, deferrals) before a snapshot is dead-lettered anyway (default 50)")
+	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation in Redis; older ones are deleted (default 16)")
+	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
+	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "with --redis-wait-aof, also wait for this many replicas' append-only files")
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
 	fs.IntVar(&q.Concurrency, "concurrency", 0, "compactions in flight in this process (default 2 per CPU, at least 4; 256 with an LLM cascade)")
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
@@ -101,6 +111,10 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 
+	// closed is closed once the connection is closed, so shutdown can wait
+	// for Drain to finish before the deferred Close.
+	closed := make(chan struct{})
+	onClosed := nats.ClosedHandler(func(*nats.Conn) { close(closed) })
 	var nc *nats.Conn
 	if f.embedded {
 		host, port, err := splitHostPort(f.embeddedAddr)
@@ -113,12 +127,12 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		logger.Info("embedded NATS server", "url", srv.ClientURL(), "store", f.dataDir)
 		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-		nc, err = nats.Connect(srv.ClientURL(), nats.Name("briefd-worker"))
+		nc, err = nats.Connect(srv.ClientURL(), nats.Name("briefd-worker"), onClosed)
 		if err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
 	} else {
-		nc, err = connectNATS(&f, logger)
+		nc, err = connectNATS(&f, logger, onClosed)
 		if err != nil {
 			return err
 		}
@@ -129,7 +143,7 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("jetstream: %w", err)
 	}
 
-	store, ping, closeStore, err := openStore(ctx, &f, js)
+	store, closeStore, err := openStore(ctx, &f, js, true)
 	if err != nil {
 		return err
 	}
@@ -139,6 +153,7 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	w, err := worker.New(js, store, worker.Config{
 		Queue: f.queue, Engine: engineCfg, Summarizer: summarizer,
+		Audit:  audit.Config{Replicas: f.auditReplicas},
 		Logger: logger, Registerer: reg,
 	})
 	if err != nil {
@@ -151,16 +166,8 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", f.httpAddr, err)
 		}
-		deps := map[string]worker.Pinger{
-			"nats": worker.PingerFunc(func(ctx context.Context) error {
-				if !nc.IsConnected() {
-					return errors.New(nc.Status().String())
-				}
-				return nil
-			}),
-			"store": ping,
-		}
-		httpSrv = &http.Server{Handler: worker.Handler(w, reg, deps), ReadHeaderTimeout: 5 * time.Second}
+		// The worker's own health check covers NATS and the store.
+		httpSrv = &http.Server{Handler: worker.Handler(w, reg, nil), ReadHeaderTimeout: 5 * time.Second}
 		go httpSrv.Serve(ln) // stopped by Shutdown below
 		logger.Info("serving health and metrics", "addr", ln.Addr().String())
 	}
@@ -189,13 +196,21 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if httpSrv != nil {
 		httpSrv.Shutdown(stopCtx)
 	}
+	// Drain is asynchronous: wait for it (acks and naks in flight reach
+	// the server) before the deferred Close.
 	if err := nc.Drain(); err != nil {
 		logger.Warn("drain NATS connection", "error", err)
+	} else {
+		select {
+		case <-closed:
+		case <-time.After(f.shutdownTimeout):
+			logger.Warn("drain NATS connection: timed out")
+		}
 	}
 	return stopErr
 }
 
-func connectNATS(f *serviceFlags, logger *slog.Logger) (*nats.Conn, error) {
+func connectNATS(f *serviceFlags, logger *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name("briefd-worker"),
 		nats.MaxReconnects(-1),
@@ -205,6 +220,7 @@ func connectNATS(f *serviceFlags, logger *slog.Logger) (*nats.Conn, error) {
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
+	opts = append(opts, extra...)
 	if f.natsCreds != "" {
 		opts = append(opts, nats.UserCredentials(f.natsCreds))
 	}
@@ -235,9 +251,20 @@ type briefingStore interface {
 	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
 }
 
-// openStore returns the briefing store the flags select, a readiness probe
-// for it, and a close function.
-func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (briefingStore, worker.Pinger, func(), error) {
+// kvBucket is the key-value bucket of a prefix: briefd_briefings for the
+// default prefix, <prefix>_briefings otherwise, so deployments told apart
+// by --prefix never share briefings.
+func kvBucket(prefix string) string {
+	if prefix == "" || prefix == queue.DefaultPrefix {
+		return cache.DefaultBucket
+	}
+	return strings.NewReplacer(".", "_").Replace(prefix) + "_briefings"
+}
+
+// openStore returns the briefing store the flags select and a close
+// function. A service (configure true) creates or updates the key-value
+// bucket with its flags; a diagnostic opens it as it is and writes nothing.
+func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, configure bool) (briefingStore, func(), error) {
 	kind := f.store
 	if kind == "auto" {
 		kind = "kv"
@@ -248,20 +275,20 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (br
 	switch kind {
 	case "redis":
 		if f.redisURL == "" {
-			return nil, nil, nil, usageErrorf("--store redis needs --redis-url")
+			return nil, nil, usageErrorf("--store redis needs --redis-url")
 		}
 		opt, err := redis.ParseURL(f.redisURL)
 		if err != nil {
-			return nil, nil, nil, usageErrorf("--redis-url: %s", redact.Error(err, f.redisURL))
+			return nil, nil, usageErrorf("--redis-url: %s", redact.Error(err, f.redisURL))
 		}
 		if f.redisCA != "" {
 			pem, err := os.ReadFile(f.redisCA)
 			if err != nil {
-				return nil, nil, nil, fmt.Errorf("read --redis-tls-ca: %w", err)
+				return nil, nil, fmt.Errorf("read --redis-tls-ca: %w", err)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, nil, nil, fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.redisCA)
+				return nil, nil, fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.redisCA)
 			}
 			if opt.TLSConfig == nil {
 				opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -269,21 +296,30 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream) (br
 			opt.TLSConfig.RootCAs = pool
 		}
 		rdb := redis.NewClient(opt)
-		ping := worker.PingerFunc(func(ctx context.Context) error { return rdb.Ping(ctx).Err() })
-		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix, TTL: f.briefingTTL}), ping, func() { rdb.Close() }, nil
+		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix, TTL: f.briefingTTL,
+			MaxBoundaries: f.maxBoundaries, WaitAOF: f.redisWaitAOF, WaitReplicas: f.redisWaitReplicas}), func() { rdb.Close() }, nil
 	case "kv":
-		kv, err := cache.NewKVStore(ctx, js, cache.KVConfig{Replicas: f.queue.Replicas, TTL: f.briefingTTL})
-		if err != nil {
-			return nil, nil, nil, err
+		cfg := cache.KVConfig{Bucket: kvBucket(f.queue.Prefix), Replicas: f.queue.Replicas, TTL: f.briefingTTL}
+		open := cache.OpenKVStore
+		if configure {
+			open = cache.NewKVStore
 		}
-		ping := worker.PingerFunc(func(ctx context.Context) error {
-			_, err := js.AccountInfo(ctx)
-			return err
-		})
-		return kv, ping, func() {}, nil
+		kv, err := open(ctx, js, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return kv, func() {}, nil
 	default:
-		return nil, nil, nil, usageErrorf("--store must be redis, kv or auto, not %q", f.store)
+		return nil, nil, usageErrorf("--store must be redis, kv or auto, not %q", f.store)
 	}
+}
+
+// slogRedis sends go-redis's own log lines through slog, so that
+// --log-format json holds for them too.
+type slogRedis struct{ log *slog.Logger }
+
+func (l slogRedis) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, strings.TrimSpace(fmt.Sprintf(format, v...)), "component", "go-redis")
 }
 
 // logging builds the logger the flags ask for and, with it, the LLM
@@ -293,6 +329,7 @@ func (f *serviceFlags) logging(stderr io.Writer, llm func(*slog.Logger) (compact
 	if err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
+	redis.SetLogger(slogRedis{logger})
 	summarizer, err := llm(logger)
 	if err != nil {
 		return nil, nil, fmt.Errorf("llm cascade: %w", err)

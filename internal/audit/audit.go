@@ -140,6 +140,19 @@ const (
 	SkipSuperseded = "superseded"
 )
 
+// Reasons of SNAPSHOT_REJECTED and DEAD_LETTERED events; Error holds the
+// detail.
+const (
+	// ReasonInvalidHistory: the messages break the history rules (a tool
+	// result without its call, a message over the limits, ...).
+	ReasonInvalidHistory = "invalid_history"
+	// ReasonMalformed: the snapshot breaks the protocol (manifest, body,
+	// hash, limits while loading) or its handler panicked.
+	ReasonMalformed = "malformed"
+	// ReasonMaxDeliveries: every attempt failed (transient errors).
+	ReasonMaxDeliveries = "max_deliveries"
+)
+
 func (t Type) valid() bool {
 	switch t {
 	case TypeCompacted, TypeSkipped, TypeRejected, TypeDeadLettered:
@@ -162,9 +175,11 @@ type Event struct {
 	// Tenant owns the conversation; empty in single-tenant use.
 	Tenant         string `json:"tenant,omitempty"`
 	ConversationID string `json:"conversation_id"`
-	// SnapshotSeq is the history stream's sequence number of the snapshot
-	// the event is about, when there is one.
+	// SnapshotSeq is the snapshot stream's sequence number of the
+	// snapshot the event is about, when there is one; Seq is the agent's
+	// number of that snapshot (the manifest's seq).
 	SnapshotSeq uint64 `json:"snapshot_seq,omitempty"`
+	Seq         uint64 `json:"seq,omitempty"`
 
 	// HISTORY_COMPACTED. BoundaryID is the first message kept verbatim,
 	// Position the messages covered (see briefd.Briefing).
@@ -194,9 +209,10 @@ type Event struct {
 	SummarizerAttempts int `json:"summarizer_attempts,omitempty"`
 
 	// COMPACTION_SKIPPED, SNAPSHOT_REJECTED and DEAD_LETTERED: a short
-	// machine-readable reason (for skips, one of the Skip constants).
+	// machine-readable reason, one of the Skip or Reason constants.
 	Reason string `json:"reason,omitempty"`
-	// Error is the human-readable detail of a rejection or dead letter.
+	// Error is the human-readable detail of a skip, rejection or dead
+	// letter.
 	Error string `json:"error,omitempty"`
 	// MessageID names the offending message of a rejected snapshot, if
 	// any.

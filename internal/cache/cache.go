@@ -41,6 +41,31 @@ func validate(b *briefd.Briefing) error {
 	return nil
 }
 
+// DefaultMaxBoundaries is how many boundaries of one conversation a
+// store keeps by default; older ones are deleted as newer ones are put.
+const DefaultMaxBoundaries = 16
+
+// order is the key that decides which briefing is the latest: the time the
+// snapshot stream stored its snapshot, in microseconds (below 2^53, so
+// exact in Lua), or 0 for a briefing made outside the stream.
+func order(b *briefd.Briefing) int64 {
+	if b.SnapshotTime.IsZero() {
+		return 0
+	}
+	return b.SnapshotTime.UnixMicro()
+}
+
+// newer reports whether b should replace cur as the latest briefing: a
+// newer snapshot wins; for briefings of no snapshot, a higher Position.
+// (Equal keys are the callers' tie rules.)
+func newer(b, cur *briefd.Briefing) bool {
+	ob, oc := order(b), order(cur)
+	if ob != oc {
+		return ob > oc
+	}
+	return ob == 0 && b.Position > cur.Position
+}
+
 // ref names a briefing in error messages: tenant/conv@boundary.
 func ref(tenant, conv, boundary string) string {
 	var s strings.Builder
@@ -64,18 +89,17 @@ func decode(data []byte) (*briefd.Briefing, error) {
 	return b, nil
 }
 
-// coalescer is the state of one Watch: it keeps the Positions delivered
-// strictly increasing and holds only the newest undelivered briefing, so a
+// coalescer is the state of one Watch: it keeps the briefings delivered
+// strictly newer (see newer) and holds only the newest undelivered briefing, so a
 // slow reader never stalls the subscription that feeds it.
 type coalescer struct {
-	delivered bool
-	lastPos   int64
-	pending   *briefd.Briefing
+	last    *briefd.Briefing // the last delivered
+	pending *briefd.Briefing
 }
 
 // offer considers b for delivery.
 func (c *coalescer) offer(b *briefd.Briefing) {
-	if b == nil || (c.delivered && b.Position <= c.lastPos) || (c.pending != nil && b.Position <= c.pending.Position) {
+	if b == nil || (c.last != nil && !newer(b, c.last)) || (c.pending != nil && !newer(b, c.pending)) {
 		return
 	}
 	c.pending = b
@@ -92,5 +116,5 @@ func (c *coalescer) sendOn(out chan<- *briefd.Briefing) chan<- *briefd.Briefing 
 
 // sent records that the pending briefing was delivered.
 func (c *coalescer) sent() {
-	c.delivered, c.lastPos, c.pending = true, c.pending.Position, nil
+	c.last, c.pending = c.pending, nil
 }

@@ -85,7 +85,8 @@ func TestRedisKeyLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"briefd:{acme:a%3Ab%7Bc%7D}:latest": true, "briefd:{acme:a%3Ab%7Bc%7D}:b:m%3A1": true}
+	want := map[string]bool{"briefd:{acme:a%3Ab%7Bc%7D}:latest": true, "briefd:{acme:a%3Ab%7Bc%7D}:b:m%3A1": true,
+		"briefd:{acme:a%3Ab%7Bc%7D}:boundaries": true}
 	if len(keys) != len(want) {
 		t.Fatalf("keys = %q, want %v", keys, want)
 	}
@@ -279,5 +280,42 @@ func TestOpenKVStoreKeepsSettings(t *testing.T) {
 	}
 	if _, err := cache.OpenKVStore(ctx, js, cache.KVConfig{Bucket: "fresh"}); err != nil {
 		t.Fatalf("OpenKVStore on a missing bucket: %v", err)
+	}
+}
+
+// Old boundaries are bounded per conversation: Put keeps MaxBoundaries of
+// them (never deleting the latest) instead of every boundary for 30 days.
+func TestRedisRetention(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	s := cache.NewRedisStore(rdb, cache.RedisConfig{MaxBoundaries: 3})
+	for i := range 10 {
+		b := briefing("acme", "c1", fmt.Sprintf("m%d", i), int64(10+i))
+		b.SnapshotSeq, b.SnapshotTime = uint64(i+1), time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)
+		if _, err := s.Put(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A late briefing of an old snapshot is stored but trimmed at once.
+	old := briefing("acme", "c1", "late", 5)
+	old.SnapshotTime = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if latest, err := s.Put(ctx, old); err != nil || latest {
+		t.Fatalf("late put: latest=%v err=%v", latest, err)
+	}
+	for i := range 10 {
+		_, err := s.Get(ctx, "acme", "c1", fmt.Sprintf("m%d", i))
+		if kept := i >= 7; kept != (err == nil) {
+			t.Errorf("boundary m%d: err=%v, want kept=%v", i, err, kept)
+		}
+	}
+	if _, err := s.Get(ctx, "acme", "c1", "late"); !errors.Is(err, cache.ErrNotFound) {
+		t.Errorf("late boundary kept: %v", err)
+	}
+	if b, err := s.Latest(ctx, "acme", "c1"); err != nil || b.BoundaryID != "m9" {
+		t.Fatalf("latest = %v, %v", b, err)
+	}
+	n, _ := rdb.ZCard(ctx, "briefd:{acme:c1}:boundaries").Result()
+	if n != 3 {
+		t.Fatalf("%d boundaries indexed, want 3", n)
 	}
 }

@@ -100,13 +100,14 @@ func kvBoundaryKey(tenant, conv, boundary string) string {
 
 // position is the part of a stored briefing that Put compares.
 type position struct {
-	Position   int64  `json:"position"`
-	BoundaryID string `json:"boundary_id"`
+	Position     int64     `json:"position"`
+	BoundaryID   string    `json:"boundary_id"`
+	SnapshotTime time.Time `json:"snapshot_time"`
 }
 
 // Put stores b under its tenant, conversation and boundary id, and makes it
-// the conversation's latest briefing if its Position is higher than the
-// current latest's (see the package documentation for ties). It reports
+// the conversation's latest briefing if it is newer than the current
+// latest (a later snapshot; see the package documentation for ties). It reports
 // whether b is the latest after the call. The latest key moves by
 // compare-and-set on its revision, retried on conflict, so racing writers
 // cannot move it backwards.
@@ -144,10 +145,12 @@ func (s *KVStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, err
 		if err := json.Unmarshal(e.Value(), &cur); err != nil {
 			return false, fmt.Errorf("cache: put %s: decode latest: %w", what, err)
 		}
+		curB := &briefd.Briefing{Position: cur.Position, SnapshotTime: cur.SnapshotTime}
 		switch {
-		case b.Position < cur.Position, b.Position == cur.Position && b.BoundaryID != cur.BoundaryID:
+		case newer(b, curB):
+		case newer(curB, b), b.BoundaryID != cur.BoundaryID:
 			return false, nil
-		case b.Position == cur.Position && bytes.Equal(e.Value(), data):
+		case bytes.Equal(e.Value(), data):
 			return true, nil
 		}
 		_, err = s.kv.Update(ctx, key, data, e.Revision())
@@ -161,8 +164,15 @@ func (s *KVStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, err
 	}
 }
 
-// Latest returns the conversation's briefing with the highest Position, or
-// ErrNotFound.
+// Ping checks that the bucket answers; the worker's readiness asks it.
+func (s *KVStore) Ping(ctx context.Context) error {
+	if _, err := s.kv.Status(ctx); err != nil {
+		return fmt.Errorf("cache: key-value bucket: %w", err)
+	}
+	return nil
+}
+
+// Latest returns the conversation's newest briefing, or ErrNotFound.
 func (s *KVStore) Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error) {
 	return s.get(ctx, kvLatestKey(tenant, conv), "latest", ref(tenant, conv, ""))
 }

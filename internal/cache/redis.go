@@ -22,6 +22,18 @@ type RedisConfig struct {
 	// conversation's last Put. Defaults to 30 days; -1 disables expiry.
 	// Sub-millisecond values are rounded up to 1ms.
 	TTL time.Duration
+	// MaxBoundaries is how many boundaries of one conversation are kept;
+	// Put deletes the oldest beyond it (never the latest). Default
+	// DefaultMaxBoundaries.
+	MaxBoundaries int
+	// WaitAOF makes Put wait, with WAITAOF (Redis 7.2 or later), until
+	// the briefing is fsynced to the append-only file of the server and
+	// of WaitReplicas replicas, so an acknowledged briefing survives a
+	// crash. Off, durability is the server's appendfsync setting.
+	WaitAOF      bool
+	WaitReplicas int
+	// WaitTimeout bounds the wait; default 1s.
+	WaitTimeout time.Duration
 }
 
 // WithDefaults returns the configuration with zero fields set to their
@@ -29,6 +41,8 @@ type RedisConfig struct {
 func (c RedisConfig) WithDefaults() RedisConfig {
 	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
 	c.TTL = cmp.Or(c.TTL, DefaultTTL)
+	c.MaxBoundaries = cmp.Or(c.MaxBoundaries, DefaultMaxBoundaries)
+	c.WaitTimeout = cmp.Or(c.WaitTimeout, time.Second)
 	return c
 }
 
@@ -36,73 +50,104 @@ func (c RedisConfig) WithDefaults() RedisConfig {
 // key layout. It is safe for concurrent use and works on a single node or a
 // Redis Cluster.
 type RedisStore struct {
-	rdb    redis.UniversalClient
-	prefix string
-	ttlMS  int64 // 0 means no expiry
+	rdb           redis.UniversalClient
+	prefix        string
+	ttlMS         int64 // 0 means no expiry
+	maxBoundaries int
+	waitAOF       bool
+	waitReplicas  int
+	waitTimeout   time.Duration
 }
 
 // NewRedisStore returns a store using rdb, which the caller keeps owning and
 // closes.
 func NewRedisStore(rdb redis.UniversalClient, cfg RedisConfig) *RedisStore {
 	cfg = cfg.WithDefaults()
-	s := &RedisStore{rdb: rdb, prefix: escapeKey(cfg.Prefix)}
+	s := &RedisStore{rdb: rdb, prefix: escapeKey(cfg.Prefix), maxBoundaries: max(cfg.MaxBoundaries, 1),
+		waitAOF: cfg.WaitAOF, waitReplicas: cfg.WaitReplicas, waitTimeout: cfg.WaitTimeout}
 	if cfg.TTL > 0 {
 		s.ttlMS = max(cfg.TTL.Milliseconds(), 1)
 	}
 	return s
 }
 
-// putScript stores a briefing by boundary and moves the latest pointer only
-// forward, atomically. Position is compared as a number, never as a string.
+// putScript stores a briefing by boundary, moves the latest pointer only
+// forward, and keeps at most MaxBoundaries boundaries of the conversation,
+// atomically. Order keys and positions are compared as numbers.
 //
-//	KEYS[1] latest hash, KEYS[2] boundary key, KEYS[3] events channel
+//	KEYS[1] latest hash, KEYS[2] boundary key, KEYS[3] events channel,
+//	KEYS[4] boundaries sorted set (score: order key, or position)
 //	ARGV[1] position, ARGV[2] boundary id, ARGV[3] briefing JSON,
-//	ARGV[4] TTL in milliseconds (0: no expiry)
+//	ARGV[4] TTL in milliseconds (0: no expiry), ARGV[5] order key
+//	(snapshot time in microseconds, 0 when none), ARGV[6] max boundaries,
+//	ARGV[7] prefix of boundary keys, ARGV[8] boundary id escaped for keys
 //
 // It returns 1 when the briefing is the latest after the call, 0 otherwise.
 var putScript = redis.NewScript(`
 local pos = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[4])
+local ord = tonumber(ARGV[5])
+local keep = tonumber(ARGV[6])
 if ttl > 0 then
   redis.call('SET', KEYS[2], ARGV[3], 'PX', ttl)
 else
   redis.call('SET', KEYS[2], ARGV[3])
 end
-local cur = redis.call('HMGET', KEYS[1], 'position', 'boundary', 'briefing')
+local cur = redis.call('HMGET', KEYS[1], 'position', 'boundary', 'briefing', 'order')
 local move = false
 local latest = 0
 if not cur[1] then
   move = true
 else
-  local curpos = tonumber(cur[1])
-  if pos > curpos then
+  local curord = tonumber(cur[4]) or 0
+  if ord > curord then
     move = true
-  elseif pos == curpos and cur[2] == ARGV[2] then
-    latest = 1
-    move = cur[3] ~= ARGV[3]
+  elseif ord == curord then
+    if cur[2] == ARGV[2] then
+      latest = 1
+      move = cur[3] ~= ARGV[3]
+    elseif ord == 0 and pos > tonumber(cur[1]) then
+      move = true
+    end
   end
 end
 if move then
   latest = 1
-  redis.call('HSET', KEYS[1], 'position', ARGV[1], 'boundary', ARGV[2], 'briefing', ARGV[3])
+  redis.call('HSET', KEYS[1], 'key', ARGV[8])
+  redis.call('HSET', KEYS[1], 'position', ARGV[1], 'boundary', ARGV[2], 'briefing', ARGV[3], 'order', ARGV[5])
   redis.call('PUBLISH', KEYS[3], ARGV[3])
 end
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-else
-  redis.call('PERSIST', KEYS[1])
+local score = ord
+if ord == 0 then score = pos end
+redis.call('ZADD', KEYS[4], score, ARGV[8])
+local latestKey = redis.call('HGET', KEYS[1], 'key')
+local n = redis.call('ZCARD', KEYS[4])
+if n > keep then
+  for _, old in ipairs(redis.call('ZRANGE', KEYS[4], 0, n - keep - 1)) do
+    if old ~= latestKey and not (latestKey == false and old == ARGV[8]) then
+      redis.call('DEL', ARGV[7] .. old)
+      redis.call('ZREM', KEYS[4], old)
+    end
+  end
+end
+for _, k in ipairs({KEYS[1], KEYS[4]}) do
+  if ttl > 0 then
+    redis.call('PEXPIRE', k, ttl)
+  else
+    redis.call('PERSIST', k)
+  end
 end
 return latest
 `)
 
 // redisKeys are the keys of one conversation.
 type redisKeys struct {
-	latest, events, base string
+	latest, events, boundaries, base string
 }
 
 func (s *RedisStore) keys(tenant, conv string) redisKeys {
 	base := s.prefix + ":{" + escapeKey(tenant) + ":" + escapeKey(conv) + "}:"
-	return redisKeys{latest: base + "latest", events: base + "events", base: base}
+	return redisKeys{latest: base + "latest", events: base + "events", boundaries: base + "boundaries", base: base}
 }
 
 func (k redisKeys) boundary(id string) string { return k.base + "b:" + escapeKey(id) }
@@ -114,8 +159,8 @@ var keyEscaper = strings.NewReplacer("%", "%25", ":", "%3A", "{", "%7B", "}", "%
 func escapeKey(s string) string { return keyEscaper.Replace(s) }
 
 // Put stores b under its tenant, conversation and boundary id, and makes it
-// the conversation's latest briefing if its Position is higher than the
-// current latest's (see the package documentation for ties). It reports
+// the conversation's latest briefing if it is newer than the current
+// latest (a later snapshot; see the package documentation for ties). It reports
 // whether b is the latest after the call. It refreshes the expiry of both
 // keys and publishes b to watchers when the latest moves.
 func (s *RedisStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, err error) {
@@ -128,17 +173,42 @@ func (s *RedisStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, 
 	}
 	k := s.keys(b.Tenant, b.ConversationID)
 	n, err := putScript.Run(ctx, s.rdb,
-		[]string{k.latest, k.boundary(b.BoundaryID), k.events},
+		[]string{k.latest, k.boundary(b.BoundaryID), k.events, k.boundaries},
 		strconv.FormatInt(b.Position, 10), b.BoundaryID, data, s.ttlMS,
+		strconv.FormatInt(order(b), 10), s.maxBoundaries, k.base+"b:", escapeKey(b.BoundaryID),
 	).Int()
 	if err != nil {
 		return false, fmt.Errorf("cache: put %s: %w", ref(b.Tenant, b.ConversationID, b.BoundaryID), err)
 	}
+	if s.waitAOF {
+		// Only an acknowledged fsync makes the briefing survive a crash of
+		// the Redis server that took it (Redis 7.2 and later).
+		if err := s.rdb.Do(ctx, "WAITAOF", 1, s.waitReplicas, s.waitTimeout.Milliseconds()).Err(); err != nil {
+			return false, fmt.Errorf("cache: put %s: WAITAOF: %w", ref(b.Tenant, b.ConversationID, b.BoundaryID), err)
+		}
+	}
 	return n == 1, nil
 }
 
-// Latest returns the conversation's briefing with the highest Position, or
-// ErrNotFound.
+// Ping checks that the server answers and, with WaitAOF, that it has
+// WAITAOF and an append-only file; the worker's readiness asks it.
+func (s *RedisStore) Ping(ctx context.Context) error {
+	if err := s.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cache: ping redis: %w", err)
+	}
+	if s.waitAOF {
+		if err := s.rdb.Do(ctx, "WAITAOF", 0, 0, 1).Err(); err != nil {
+			return fmt.Errorf("cache: redis cannot WAITAOF (needs Redis 7.2+): %w", err)
+		}
+		aof, err := s.rdb.ConfigGet(ctx, "appendonly").Result()
+		if err == nil && aof["appendonly"] != "yes" {
+			return errors.New("cache: WaitAOF needs appendonly yes on the Redis server")
+		}
+	}
+	return nil
+}
+
+// Latest returns the conversation's newest briefing, or ErrNotFound.
 func (s *RedisStore) Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error) {
 	data, err := s.rdb.HGet(ctx, s.keys(tenant, conv).latest, "briefing").Bytes()
 	return s.result(data, err, "latest", ref(tenant, conv, ""))

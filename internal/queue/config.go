@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/briefd/briefd"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -19,8 +20,15 @@ type Config struct {
 	// "briefd" gives briefd.body.>, briefd.snap.> and briefd.dead.>.
 	// Default "briefd". Stream names derive from it (BRIEFD_BODIES, ...).
 	Prefix string
-	// Replicas of each stream in a cluster. Default 1.
+	// Replicas of the snapshot and body streams in a cluster. Default 1;
+	// 3 on a 3-node cluster, where a lost node then loses nothing.
 	Replicas int
+	// DeadReplicas of the dead-letter stream and the requeue bucket.
+	// Default Replicas.
+	DeadReplicas int
+	// (How often the servers fsync is their own setting, jetstream
+	// { sync_interval: always } in nats-server.conf, 2.10 or later; see
+	// the README's durability section.)
 	// Storage of the streams. Default jetstream.FileStorage (the zero
 	// value of jetstream.StorageType).
 	Storage jetstream.StorageType
@@ -59,6 +67,18 @@ type Config struct {
 	// MaxDeliver is how many times a snapshot is tried before it is
 	// dead-lettered. Default 5.
 	MaxDeliver int
+	// MaxRequeues bounds the redeliveries that do not count as attempts:
+	// a snapshot handed back at shutdown or deferred because its tenant
+	// is at its cap. Past MaxDeliver attempts plus MaxRequeues deliveries
+	// a snapshot is dead-lettered whatever happened. Default 50.
+	MaxRequeues int
+	// TenantConcurrency caps the handlers one tenant may hold in one
+	// process while another tenant has work, so a flood from one tenant
+	// cannot take every slot. Default Concurrency/2 (at least 1). A
+	// tenant alone uses every slot but one, which looks ahead in the
+	// queue for other tenants (deferring the alone tenant's snapshots it
+	// meets, with a growing delay; deferrals are not attempts).
+	TenantConcurrency int
 	// Backoff are the NakWithDelay delays after a transient error, indexed
 	// by delivery count (the last repeats). Default 1s, 5s, 15s, 30s. They
 	// are client-side naks, not the consumer's BackOff, so AckWait keeps
@@ -69,7 +89,7 @@ type Config struct {
 	MaxAckPending int
 	// MaxHandleTime bounds one handler run; past it the handler's context
 	// is cancelled and the snapshot retried with backoff. Default 10
-	// minutes.
+	// minutes; it must be positive.
 	MaxHandleTime time.Duration
 	// Concurrency is the number of handlers running at once in one
 	// process. Default 4.
@@ -89,6 +109,13 @@ type Config struct {
 	BodyCacheBytes int
 	// MaxChain is the longest base chain a reader follows. Default 1024.
 	MaxChain int
+	// MaxMessages bounds the messages a snapshot may name; checked
+	// before any body is fetched. Default briefd.DefaultMaxMessages.
+	MaxMessages int
+	// MaxSnapshotBytes bounds the sum of a snapshot's canonical body
+	// bytes; checked as bodies are fetched, from their declared sizes,
+	// before any is decompressed. Default briefd.DefaultMaxTotalBytes.
+	MaxSnapshotBytes int
 
 	// Logger receives the queue's logs. Default slog.Default().
 	Logger *slog.Logger
@@ -112,6 +139,7 @@ const (
 	DefaultResolvedCache  = 1024
 	DefaultBodyCacheBytes = 64 << 20
 	DefaultMaxChain       = 1024
+	DefaultMaxRequeues    = 50
 )
 
 // DefaultBackoff are the default nak delays.
@@ -121,6 +149,7 @@ var DefaultBackoff = []time.Duration{time.Second, 5 * time.Second, 15 * time.Sec
 func (c Config) WithDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
 	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.DeadReplicas = cmp.Or(c.DeadReplicas, c.Replicas)
 	c.MaxAge = cmp.Or(c.MaxAge, DefaultMaxAge)
 	c.DeadMaxAge = cmp.Or(c.DeadMaxAge, DefaultDeadMaxAge)
 	c.DuplicateWindow = cmp.Or(c.DuplicateWindow, DefaultDuplicates)
@@ -130,11 +159,13 @@ func (c Config) WithDefaults() Config {
 	c.Consumer = cmp.Or(c.Consumer, DefaultConsumer)
 	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
 	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
+	c.MaxRequeues = cmp.Or(c.MaxRequeues, DefaultMaxRequeues)
 	if len(c.Backoff) == 0 {
 		c.Backoff = DefaultBackoff
 	}
 	c.MaxAckPending = cmp.Or(c.MaxAckPending, DefaultMaxAckPending)
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.TenantConcurrency = cmp.Or(c.TenantConcurrency, max(1, c.Concurrency/2))
 	c.MaxHandleTime = cmp.Or(c.MaxHandleTime, DefaultMaxHandleTime)
 	if c.PullMaxBytes <= 0 {
 		c.PullMaxMessages = cmp.Or(c.PullMaxMessages, c.Concurrency)
@@ -142,6 +173,8 @@ func (c Config) WithDefaults() Config {
 	c.ResolvedCache = cmp.Or(c.ResolvedCache, DefaultResolvedCache)
 	c.BodyCacheBytes = cmp.Or(c.BodyCacheBytes, DefaultBodyCacheBytes)
 	c.MaxChain = cmp.Or(c.MaxChain, DefaultMaxChain)
+	c.MaxMessages = cmp.Or(c.MaxMessages, briefd.DefaultMaxMessages)
+	c.MaxSnapshotBytes = cmp.Or(c.MaxSnapshotBytes, briefd.DefaultMaxTotalBytes)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -172,12 +205,15 @@ func (c Config) Validate() error {
 		name string
 		v    int64
 	}{
-		{"Replicas", int64(c.Replicas)}, {"MaxAge", int64(c.MaxAge)}, {"DeadMaxAge", int64(c.DeadMaxAge)},
+		{"Replicas", int64(c.Replicas)}, {"DeadReplicas", int64(c.DeadReplicas)}, {"MaxAge", int64(c.MaxAge)}, {"DeadMaxAge", int64(c.DeadMaxAge)},
 		{"DuplicateWindow", int64(c.DuplicateWindow)}, {"MaxBodyBytes", int64(c.MaxBodyBytes)},
 		{"FullEvery", int64(c.FullEvery)}, {"Conversations", int64(c.Conversations)},
 		{"AckWait", int64(c.AckWait)}, {"MaxDeliver", int64(c.MaxDeliver)}, {"MaxAckPending", int64(c.MaxAckPending)},
 		{"Concurrency", int64(c.Concurrency)}, {"ResolvedCache", int64(c.ResolvedCache)},
 		{"BodyCacheBytes", int64(c.BodyCacheBytes)}, {"MaxChain", int64(c.MaxChain)},
+		{"MaxHandleTime", int64(c.MaxHandleTime)}, {"MaxRequeues", int64(c.MaxRequeues)},
+		{"TenantConcurrency", int64(c.TenantConcurrency)}, {"MaxMessages", int64(c.MaxMessages)},
+		{"MaxSnapshotBytes", int64(c.MaxSnapshotBytes)},
 	}
 	for _, p := range positive {
 		if p.v <= 0 {
@@ -198,13 +234,27 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// StreamNames are the names of the three streams of a prefix.
-type StreamNames struct{ Bodies, Snapshots, Dead string }
+// StreamNames are the names of the streams and the bucket of a prefix.
+type StreamNames struct {
+	Bodies, Snapshots, Dead string
+	// Requeues is the key-value bucket counting each snapshot's
+	// redeliveries that are not attempts (see Config.MaxRequeues).
+	Requeues string
+}
 
-// Streams returns the stream names derived from c.Prefix, e.g. BRIEFD_BODIES.
+// Streams returns the names derived from c.Prefix, e.g. BRIEFD_BODIES.
 func (c Config) Streams() StreamNames {
-	base := strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(cmp.Or(c.Prefix, DefaultPrefix)))
-	return StreamNames{Bodies: base + "_BODIES", Snapshots: base + "_SNAPSHOTS", Dead: base + "_DEAD"}
+	base := StreamBase(c.Prefix)
+	return StreamNames{Bodies: base + "_BODIES", Snapshots: base + "_SNAPSHOTS", Dead: base + "_DEAD", Requeues: base + "_REQUEUES"}
+}
+
+// StreamBase is the upper-cased prefix every stream and bucket name of a
+// deployment starts with: "briefd" gives BRIEFD, "prod.briefd"
+// PROD_BRIEFD. Prefixes that differ only in case or in '.', '-' and '_'
+// map to the same names: give deployments on one account prefixes that
+// differ otherwise.
+func StreamBase(prefix string) string {
+	return strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(cmp.Or(prefix, DefaultPrefix)))
 }
 
 func (c Config) subjects() Subjects { return Subjects{Prefix: c.Prefix} }

@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -32,7 +36,7 @@ const (
 	OutcomeRetried      Outcome = "retried"       // transient error: nak with backoff
 	OutcomeTerminated   Outcome = "terminated"    // permanent error: term + dead letter
 	OutcomeDeadLettered Outcome = "dead_lettered" // out of deliveries: term + dead letter
-	OutcomeRequeued     Outcome = "requeued"      // shutdown: nak for immediate redelivery
+	OutcomeRequeued     Outcome = "requeued"      // shutdown: nak for immediate redelivery, not an attempt
 )
 
 // Ref identifies a delivered snapshot, also when its manifest is unreadable
@@ -42,7 +46,10 @@ type Ref struct {
 	Tenant         string
 	ConversationID string
 	Seq, StreamSeq uint64
-	NumDelivered   uint64
+	// NumDelivered counts the server's deliveries, this one included;
+	// Requeues those that were not attempts (shutdowns, deferrals), so
+	// Attempt = NumDelivered - Requeues is the attempt this delivery is.
+	NumDelivered, Requeues, Attempt uint64
 }
 
 // DeadLetter is the record published on <prefix>.dead.<tenant>.<conv>
@@ -66,9 +73,19 @@ type Hooks struct {
 	// OnSettled is called once per delivery with its outcome, the error
 	// (nil when acked) and the time since it was received.
 	OnSettled func(ref Ref, outcome Outcome, err error, took time.Duration)
-	// OnDeadLetter is called after a dead-letter record is stored.
+	// OnDeadLetter is called after a dead-letter record is stored, once
+	// per snapshot: a record the stream already had is not reported again.
 	OnDeadLetter func(rec DeadLetter)
+	// Ready is asked before each pull: while it returns an error the
+	// consumer takes no snapshot (a worker that cannot store briefings
+	// would only nak them). It must be cheap: the worker answers from
+	// its last health check.
+	Ready func() error
 }
+
+// OutcomeDeferred: the tenant was at its cap while another tenant had
+// work; handed back with a delay, not counted as an attempt.
+const OutcomeDeferred Outcome = "deferred"
 
 // Consumer runs a Handler over the shared durable consumer with at most
 // Config.Concurrency handlers at once. Start it once; Stop it once.
@@ -78,14 +95,12 @@ type Consumer struct {
 	handler  Handler
 	hooks    Hooks
 	resolver *Resolver
-	log      interface {
-		Warn(string, ...any)
-		Error(string, ...any)
-	}
+	log      *slog.Logger
 
-	cons    jetstream.Consumer
-	snaps   jetstream.Stream
-	started bool
+	cons     jetstream.Consumer
+	snaps    jetstream.Stream
+	requeues jetstream.KeyValue
+	started  bool
 
 	sem        chan struct{}
 	stopping   chan struct{}
@@ -94,6 +109,9 @@ type Consumer struct {
 	work       sync.WaitGroup
 	workCtx    context.Context
 	cancelWork context.CancelFunc
+
+	fair     fairness
+	fetchErr atomic.Pointer[error] // the last pull's error; nil after a good one
 }
 
 // NewConsumer returns a consumer of the streams of cfg (see EnsureStreams).
@@ -106,8 +124,9 @@ func NewConsumer(js jetstream.JetStream, cfg Config, h Handler, hooks Hooks) (*C
 		return nil, errors.New("queue: nil handler")
 	}
 	return &Consumer{
-		js: js, cfg: cfg, handler: h, hooks: hooks, resolver: NewResolver(js, cfg), log: cfg.Logger.WithGroup("queue"),
+		js: js, cfg: cfg, handler: h, hooks: hooks, resolver: NewResolver(js, cfg), log: cfg.Logger.With("component", "queue"),
 		sem: make(chan struct{}, cfg.Concurrency), stopping: make(chan struct{}), fetchDone: make(chan struct{}),
+		fair: fairness{cap: cfg.TenantConcurrency, slots: cfg.Concurrency, inflight: map[string]int{}, seen: map[string]time.Time{}},
 	}, nil
 }
 
@@ -123,6 +142,9 @@ func (c *Consumer) Start(ctx context.Context) error {
 	if c.cons, err = c.snaps.Consumer(ctx, c.cfg.Consumer); err != nil {
 		return fmt.Errorf("queue: open consumer %s: %w", c.cfg.Consumer, err)
 	}
+	if c.requeues, err = c.js.KeyValue(ctx, names.Requeues); err != nil {
+		return fmt.Errorf("queue: open bucket %s: %w", names.Requeues, err)
+	}
 	c.started = true
 	c.workCtx, c.cancelWork = context.WithCancel(context.WithoutCancel(ctx))
 	go c.fetch()
@@ -135,18 +157,47 @@ func (c *Consumer) Start(ctx context.Context) error {
 // lost request costs at most this long.
 const fetchWait = time.Second
 
+// summaryEvery is how often a problem that lasts is logged again, with the
+// count of failures since it began.
+const summaryEvery = 30 * time.Second
+
 // fetch pulls only as many snapshots as there are free handler slots and
 // hands each to a handler at once: no snapshot waits in this process
 // without a handler sending InProgress for it, so none is redelivered to
 // another worker while it waits here. (A Messages iterator would buffer
 // ahead, and buffered snapshots would time out during long compactions.)
+// While the worker is not ready, or pulls fail, it waits with exponential
+// backoff (100ms to 5s) and logs the first failure, a summary every 30s
+// and the recovery, not every attempt.
 func (c *Consumer) fetch() {
 	defer close(c.fetchDone)
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 100*time.Millisecond, 5*time.Second, 0
+	notReady := problem{log: c.log, what: "worker not ready: not fetching"}
+	failing := problem{log: c.log, what: "fetch failing"}
+	wait := func() bool {
+		select {
+		case <-c.stopping:
+			return false
+		case <-time.After(bo.NextBackOff()):
+			return true
+		}
+	}
 	for {
 		select { // stopping wins over a free slot
 		case <-c.stopping:
 			return
 		default:
+		}
+		if c.hooks.Ready != nil {
+			if err := c.hooks.Ready(); err != nil {
+				notReady.fail(err)
+				if !wait() {
+					return
+				}
+				continue
+			}
+			notReady.ok()
 		}
 		select {
 		case c.sem <- struct{}{}:
@@ -172,19 +223,61 @@ func (c *Consumer) fetch() {
 		}
 		switch {
 		case err == nil, errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+			c.fetchErr.Store(nil)
+			failing.ok()
+			bo.Reset()
 		default:
-			c.log.Warn("queue: fetch", "err", err)
-			select { // errors come from reconnects and server restarts: retry soon
-			case <-c.stopping:
+			c.fetchErr.Store(&err)
+			failing.fail(err)
+			if !wait() {
 				return
-			case <-time.After(100 * time.Millisecond):
 			}
 		}
 	}
 }
 
+// Err returns the error of the last pull, or nil if it succeeded: while
+// every pull fails the worker is not ready, whatever its connections say.
+func (c *Consumer) Err() error {
+	if p := c.fetchErr.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// problem logs a condition that may last: its first failure, then a
+// summary every summaryEvery, then its end.
+type problem struct {
+	log      *slog.Logger
+	what     string
+	since    time.Time
+	lastLog  time.Time
+	failures int
+}
+
+func (p *problem) fail(err error) {
+	now := time.Now()
+	p.failures++
+	switch {
+	case p.failures == 1:
+		p.since, p.lastLog = now, now
+		p.log.Warn("queue: "+p.what, "error", err)
+	case now.Sub(p.lastLog) >= summaryEvery:
+		p.lastLog = now
+		p.log.Warn("queue: "+p.what+" (still)", "error", err, "failures", p.failures, "for", now.Sub(p.since).Round(time.Second))
+	}
+}
+
+func (p *problem) ok() {
+	if p.failures > 0 {
+		p.log.Info("queue: "+p.what+": recovered", "failures", p.failures, "after", time.Since(p.since).Round(time.Millisecond))
+		p.failures = 0
+	}
+}
+
 // pull fetches up to n snapshots and starts a handler for each, each
-// holding one of the n slots the caller took. It returns how many it used.
+// holding one of the n slots the caller took, except those deferred for
+// fairness. It returns how many slots it used.
 func (c *Consumer) pull(n int) (int, error) {
 	opts := []jetstream.FetchOpt{jetstream.FetchMaxWait(fetchWait)}
 	if c.cfg.PullMaxBytes > 0 {
@@ -200,25 +293,102 @@ func (c *Consumer) pull(n int) (int, error) {
 		case <-c.stopping:
 			// Delayed past this pull's expiry, so the snapshot goes to a
 			// worker that is not stopping rather than back to this pull.
-			_ = msg.NakWithDelay(fetchWait)
+			c.work.Add(1)
+			go func() {
+				defer c.work.Done()
+				c.requeue(msg, c.newRef(msg), fetchWait)
+			}()
 			continue
 		default:
 		}
-		used++
+		tenant, _, _ := c.resolver.parseSnapSubject(msg.Subject())
+		run := c.fair.admit(tenant, time.Now())
 		c.work.Add(1)
+		if !run {
+			go func() {
+				defer c.work.Done()
+				c.defer_(msg)
+			}()
+			continue
+		}
+		used++
 		go func() {
 			defer c.work.Done()
 			defer func() { <-c.sem }()
+			defer c.fair.done(tenant)
 			c.process(msg)
 		}()
 	}
 	return used, batch.Error()
 }
 
+// fairness caps the handlers one tenant holds in this process: at most
+// cap while another tenant has shown work within fairWindow, and one less
+// than every slot otherwise. The spare slot looks ahead in the queue:
+// snapshots of a tenant at its cap are deferred, so another tenant's
+// snapshot behind a flood is reached and run.
+type fairness struct {
+	cap, slots int
+	mu         sync.Mutex
+	inflight   map[string]int
+	seen       map[string]time.Time
+	pruned     time.Time
+}
+
+// fairWindow is how long a tenant seen on the consumer counts as having
+// work.
+const fairWindow = 2 * fetchWait
+
+// admit reports whether a snapshot of tenant may run now, and if so
+// counts it in flight.
+func (f *fairness) admit(tenant string, now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen[tenant] = now
+	if now.Sub(f.pruned) > fairWindow {
+		for t, at := range f.seen {
+			if now.Sub(at) > fairWindow {
+				delete(f.seen, t)
+			}
+		}
+		f.pruned = now
+	}
+	limit := max(f.slots-1, 1)
+	if len(f.seen) > 1 {
+		limit = f.cap
+	}
+	if f.inflight[tenant] >= limit {
+		return false
+	}
+	f.inflight[tenant]++
+	return true
+}
+
+func (f *fairness) done(tenant string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.inflight[tenant]--; f.inflight[tenant] <= 0 {
+		delete(f.inflight, tenant)
+	}
+}
+
+// defer_ hands back a snapshot whose tenant is at its cap, with a delay
+// that grows with its deferrals (250ms doubling to 5s, jittered).
+func (c *Consumer) defer_(msg jetstream.Msg) {
+	ref := c.newRef(msg)
+	d := 250 * time.Millisecond << min(ref.Requeues, 4)
+	d = min(d, 5*time.Second)
+	d += time.Duration(rand.Int64N(int64(d) / 4))
+	c.requeue(msg, ref, d)
+	c.log.Debug("queue: snapshot deferred: tenant at its cap", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+		"stream_seq", ref.StreamSeq, "delay", d)
+	c.settled(ref, OutcomeDeferred, nil, time.Now())
+}
+
 // Stop stops fetching, waits for running handlers until ctx is done, then
-// cancels them (their snapshots are nak'ed for immediate redelivery) and
-// waits for them to return. It returns ctx's error if the soft stop ran
-// out.
+// cancels them (their snapshots are handed back for immediate redelivery,
+// which does not count as an attempt) and waits for them to return. It
+// returns ctx's error if the soft stop ran out.
 func (c *Consumer) Stop(ctx context.Context) error {
 	c.stopOnce.Do(func() { close(c.stopping) })
 	if !c.started {
@@ -263,33 +433,95 @@ func (c *Consumer) Lag(ctx context.Context) (uint64, error) {
 	return info.NumPending, nil
 }
 
-// process handles one delivery end to end and settles it exactly once.
-func (c *Consumer) process(msg jetstream.Msg) {
-	start := time.Now()
+// newRef describes a delivery: its subject's tokens, the manifest's seq if
+// readable, and its attempt number, which leaves out the requeues recorded
+// for it (read only on a redelivery: a first delivery has none).
+func (c *Consumer) newRef(msg jetstream.Msg) Ref {
 	ref := Ref{Subject: msg.Subject()}
 	ref.Tenant, ref.ConversationID, _ = c.resolver.parseSnapSubject(ref.Subject)
-	md, err := msg.Metadata()
-	if err != nil {
-		// Not a JetStream delivery: nothing to settle.
-		c.log.Error("queue: message without metadata", "subject", ref.Subject, "err", err)
-		return
-	}
-	ref.StreamSeq, ref.NumDelivered = md.Sequence.Stream, md.NumDelivered
 	var seq struct {
 		Seq uint64 `json:"seq"`
 	}
 	if json.Unmarshal(msg.Data(), &seq) == nil {
 		ref.Seq = seq.Seq
 	}
+	md, err := msg.Metadata()
+	if err != nil {
+		return ref
+	}
+	ref.StreamSeq, ref.NumDelivered = md.Sequence.Stream, md.NumDelivered
+	if ref.NumDelivered > 1 {
+		ref.Requeues = c.requeueCount(ref.StreamSeq)
+	}
+	ref.Attempt = ref.NumDelivered - min(ref.Requeues, ref.NumDelivered-1)
+	return ref
+}
 
-	if ref.NumDelivered > uint64(c.cfg.MaxDeliver) {
+func requeueKey(streamSeq uint64) string { return strconv.FormatUint(streamSeq, 10) }
+
+// requeueCount reads how many of a snapshot's deliveries were requeues. An
+// unreadable count is 0: the snapshot then risks an early dead letter,
+// never an endless loop.
+func (c *Consumer) requeueCount(streamSeq uint64) uint64 {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
+	defer cancel()
+	e, err := c.requeues.Get(ctx, requeueKey(streamSeq))
+	if err != nil {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			c.log.Warn("queue: read requeue count", "stream_seq", streamSeq, "error", err)
+		}
+		return 0
+	}
+	n, _ := strconv.ParseUint(string(e.Value()), 10, 64)
+	return n
+}
+
+// requeue hands a delivery back without counting it as an attempt: the
+// count of requeues is raised first, then the snapshot is nak'ed with
+// delay d.
+func (c *Consumer) requeue(msg jetstream.Msg, ref Ref, d time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
+	defer cancel()
+	if _, err := c.requeues.Put(ctx, requeueKey(ref.StreamSeq), []byte(strconv.FormatUint(ref.Requeues+1, 10))); err != nil {
+		c.log.Warn("queue: record requeue; the redelivery will count as an attempt", "tenant", ref.Tenant,
+			"conversation", ref.ConversationID, "stream_seq", ref.StreamSeq, "error", err)
+	}
+	if d > 0 {
+		c.report(msg.NakWithDelay(d), ref)
+	} else {
+		c.report(msg.Nak(), ref)
+	}
+}
+
+// forget drops a settled snapshot's requeue count.
+func (c *Consumer) forget(ref Ref) {
+	if ref.Requeues == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
+	defer cancel()
+	_ = c.requeues.Purge(ctx, requeueKey(ref.StreamSeq)) // the bucket's MaxAge removes it otherwise
+}
+
+// process handles one delivery end to end and settles it exactly once.
+func (c *Consumer) process(msg jetstream.Msg) {
+	start := time.Now()
+	md, err := msg.Metadata()
+	if err != nil {
+		// Not a JetStream delivery: nothing to settle.
+		c.log.Error("queue: message without metadata", "subject", msg.Subject(), "error", err)
+		return
+	}
+	ref := c.newRef(msg)
+	if ref.Attempt > uint64(c.cfg.MaxDeliver) || ref.NumDelivered > uint64(c.cfg.MaxDeliver+c.cfg.MaxRequeues) {
 		// The last attempt never settled (a worker died or timed out).
-		c.settle(msg, ref, start, fmt.Errorf("queue: delivered %d times without settling", ref.NumDelivered-1), true)
+		c.settle(msg, ref, start, fmt.Errorf("queue: delivered %d times (%d requeued) without settling", ref.NumDelivered-1, ref.Requeues), true)
 		return
 	}
 	// Coalescing: a newer snapshot of the conversation makes this one moot.
 	if last, err := c.snaps.GetLastMsgForSubject(c.workCtx, ref.Subject); err == nil && last.Sequence > ref.StreamSeq {
 		c.report(msg.Ack(), ref)
+		c.forget(ref)
 		c.settled(ref, OutcomeSuperseded, nil, start)
 		return
 	}
@@ -322,7 +554,7 @@ func (c *Consumer) run(ref Ref, md *jetstream.MsgMetadata, msg jetstream.Msg) (e
 	defer func() {
 		if r := recover(); r != nil {
 			stack := debug.Stack()
-			c.log.Error("queue: handler panic", "subject", ref.Subject, "stream_seq", ref.StreamSeq, "panic", r, "stack", string(stack))
+			c.log.Error("queue: handler panic", "tenant", ref.Tenant, "conversation", ref.ConversationID, "stream_seq", ref.StreamSeq, "panic", r, "stack", string(stack))
 			err = Permanent(fmt.Errorf("queue: handler panic: %v\n%s", r, stack))
 		}
 	}()
@@ -330,7 +562,7 @@ func (c *Consumer) run(ref Ref, md *jetstream.MsgMetadata, msg jetstream.Msg) (e
 	if err != nil {
 		return err
 	}
-	snap.Delivery = Delivery{NumDelivered: md.NumDelivered, NumPending: md.NumPending, Timestamp: md.Timestamp}
+	snap.Delivery = Delivery{NumDelivered: md.NumDelivered, Attempt: ref.Attempt, NumPending: md.NumPending, Timestamp: md.Timestamp}
 	// InProgress keeps the snapshot ours while the handler runs, so a
 	// handler that never returns must be cut off: it is then retried.
 	ctx, cancel := context.WithTimeout(c.workCtx, c.cfg.MaxHandleTime)
@@ -349,26 +581,40 @@ func (c *Consumer) settle(msg jetstream.Msg, ref Ref, start time.Time, err error
 	switch {
 	case err == nil:
 		c.report(msg.Ack(), ref)
+		c.forget(ref)
 		c.settled(ref, OutcomeAcked, nil, start)
 	case c.workCtx.Err() != nil && errors.Is(err, context.Canceled):
-		c.report(msg.Nak(), ref)
+		// Shutdown: not the snapshot's fault, so not an attempt.
+		c.requeue(msg, ref, 0)
+		c.log.Info("queue: snapshot handed back at shutdown", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+			"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt)
 		c.settled(ref, OutcomeRequeued, err, start)
-	case isMissingBody(err) && ref.NumDelivered < 2:
+	case isMissingBody(err) && ref.Attempt < 2:
 		// Give a body published async a moment to land in its stream.
-		c.report(msg.NakWithDelay(c.cfg.backoff(ref.NumDelivered)), ref)
-		c.settled(ref, OutcomeRetried, err, start)
+		c.retry(msg, ref, start, err)
 	case errors.Is(err, ErrPermanent) || errors.Is(err, briefd.ErrInvalidHistory) || errors.Is(err, ErrMalformed):
 		c.deadLetter(msg, ref, start, err, true)
-	case exhausted || ref.NumDelivered >= uint64(c.cfg.MaxDeliver):
+	case exhausted || ref.Attempt >= uint64(c.cfg.MaxDeliver):
 		c.deadLetter(msg, ref, start, err, false)
 	default:
-		c.report(msg.NakWithDelay(c.cfg.backoff(ref.NumDelivered)), ref)
-		c.settled(ref, OutcomeRetried, err, start)
+		c.retry(msg, ref, start, err)
 	}
 }
 
+// retry naks a delivery with the backoff of its attempt, and says so.
+func (c *Consumer) retry(msg jetstream.Msg, ref Ref, start time.Time, err error) {
+	d := c.cfg.backoff(ref.Attempt)
+	c.log.Warn("queue: snapshot will be retried", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+		"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt, "max_attempts", c.cfg.MaxDeliver,
+		"delay", d, "reason", err)
+	c.report(msg.NakWithDelay(d), ref)
+	c.settled(ref, OutcomeRetried, err, start)
+}
+
 // deadLetter stores the record first and terminates the delivery after: if
-// the record cannot be stored, the snapshot is retried instead of lost.
+// the record cannot be stored, the snapshot is retried instead of lost. The
+// record's Nats-Msg-Id is the stream sequence, so a snapshot dead-lettered
+// twice (its termination lost) has one record, reported once.
 func (c *Consumer) deadLetter(msg jetstream.Msg, ref Ref, start time.Time, cause error, permanent bool) {
 	rec := DeadLetter{V: Version, Tenant: ref.Tenant, ConversationID: ref.ConversationID, Seq: ref.Seq,
 		StreamSeq: ref.StreamSeq, Subject: ref.Subject, Deliveries: ref.NumDelivered, Permanent: permanent,
@@ -385,18 +631,20 @@ func (c *Consumer) deadLetter(msg jetstream.Msg, ref Ref, start time.Time, cause
 	dm.Data = data
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 10*time.Second)
 	defer cancel()
-	if _, err := c.js.PublishMsg(ctx, dm); err != nil {
-		c.log.Error("queue: store dead letter; retrying the snapshot", "subject", ref.Subject, "stream_seq", ref.StreamSeq, "err", err)
-		c.report(msg.NakWithDelay(c.cfg.backoff(ref.NumDelivered)), ref)
+	ack, err := c.js.PublishMsg(ctx, dm)
+	if err != nil {
+		c.log.Error("queue: store dead letter; retrying the snapshot", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+			"stream_seq", ref.StreamSeq, "error", err)
+		c.report(msg.NakWithDelay(c.cfg.backoff(ref.Attempt)), ref)
 		c.settled(ref, OutcomeRetried, cause, start)
 		return
 	}
-	reason := cause.Error()
-	if len(reason) > 512 {
-		reason = reason[:512]
-	}
-	c.report(msg.TermWithReason(reason), ref)
-	if c.hooks.OnDeadLetter != nil {
+	c.report(c.term(msg, cause.Error()), ref)
+	c.forget(ref)
+	c.log.Warn("queue: snapshot dead-lettered", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+		"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt, "deliveries", ref.NumDelivered,
+		"permanent", permanent, "reason", cause, "again", ack.Duplicate)
+	if c.hooks.OnDeadLetter != nil && !ack.Duplicate {
 		c.hooks.OnDeadLetter(rec)
 	}
 	outcome := OutcomeDeadLettered
@@ -404,6 +652,20 @@ func (c *Consumer) deadLetter(msg jetstream.Msg, ref Ref, start time.Time, cause
 		outcome = OutcomeTerminated
 	}
 	c.settled(ref, outcome, cause, start)
+}
+
+// term terminates a delivery. nats-server before 2.10 ignores a +TERM
+// that carries a reason (it then redelivers the snapshot after AckWait,
+// until MaxDeliver), so the reason is sent only to servers that read it;
+// the dead-letter record holds it in any case.
+func (c *Consumer) term(msg jetstream.Msg, reason string) error {
+	if nc := c.js.Conn(); nc == nil || !versionAtLeast(nc.ConnectedServerVersion(), 2, 10, 0) {
+		return msg.Term()
+	}
+	if len(reason) > 512 {
+		reason = reason[:512]
+	}
+	return msg.TermWithReason(reason)
 }
 
 func (c *Consumer) settled(ref Ref, o Outcome, err error, start time.Time) {
@@ -414,6 +676,6 @@ func (c *Consumer) settled(ref Ref, o Outcome, err error, start time.Time) {
 
 func (c *Consumer) report(err error, ref Ref) {
 	if err != nil {
-		c.log.Warn("queue: settle", "subject", ref.Subject, "stream_seq", ref.StreamSeq, "err", err)
+		c.log.Warn("queue: settle", "tenant", ref.Tenant, "conversation", ref.ConversationID, "stream_seq", ref.StreamSeq, "error", err)
 	}
 }

@@ -39,6 +39,9 @@ type Snapshot struct {
 type Delivery struct {
 	// NumDelivered counts deliveries, this one included (1 the first time).
 	NumDelivered uint64
+	// Attempt counts the deliveries that were attempts: NumDelivered less
+	// the times the snapshot was handed back at a shutdown or deferred.
+	Attempt uint64
 	// NumPending is the consumer's count of undelivered snapshots.
 	NumPending uint64
 	// Timestamp is when the snapshot was stored.
@@ -62,7 +65,10 @@ type Resolver struct {
 // NewResolver returns a resolver reading the streams of cfg.
 func NewResolver(js jetstream.JetStream, cfg Config) *Resolver {
 	cfg = cfg.WithDefaults()
-	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(uint64(cfg.MaxBodyBytes)+1))
+	// DecodeAll writes at most the capacity of the buffer it is given (the
+	// body's declared size); windows are bounded by the body limit.
+	dec, _ := zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderMaxMemory(uint64(cfg.MaxBodyBytes)), zstd.WithDecoderMaxWindow(uint64(max(cfg.MaxBodyBytes, zstd.MinWindowSize))))
 	return &Resolver{
 		js: js, cfg: cfg, subj: cfg.subjects(), dec: dec,
 		lists:  newLRU[uint64, cachedList](cfg.ResolvedCache, nil),
@@ -205,22 +211,97 @@ func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, m
 	return base, nil
 }
 
-// messages loads and checks the bodies of list, eight at a time.
+// rawBody is a body as fetched, before decoding: its payload, encoding and
+// declared canonical size.
+type rawBody struct {
+	payload  []byte
+	encoding string
+	size     int
+	sized    bool   // size is declared, not estimated from the payload
+	canon    []byte // set when the canonical bytes came from the cache
+}
+
+// unsizedLimit bounds a zstd frame that does not declare its content size
+// (encoders omit it for small bodies, klauspost/compress below 256 bytes).
+const unsizedLimit = 64 << 10
+
+// messages loads and checks the bodies of list. Limits hold while bodies
+// are loaded, not after: the count of messages before anything is
+// fetched, and the running total of their declared sizes (the payload's,
+// or a zstd frame's content size) as each is fetched, before any is
+// decompressed. A decompression then yields at most the declared size.
+// So a snapshot over its limits costs the worker its compressed bytes,
+// never their expansion.
 func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Entry) ([]briefd.Message, error) {
+	if len(list) > r.cfg.MaxMessages {
+		return nil, malformed("snapshot names %d messages, more than the limit of %d", len(list), r.cfg.MaxMessages)
+	}
 	_, bodySt, err := r.streams(ctx)
 	if err != nil {
 		return nil, err
 	}
-	msgs := make([]briefd.Message, len(list))
+	uses := make(map[string]int, len(list)) // a list may name one body many times
+	for _, e := range list {
+		uses[e.Hash]++
+	}
+	var (
+		mu    sync.Mutex
+		total int
+		raws  = make(map[string]*rawBody, len(uses))
+	)
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for hash, n := range uses {
+		g.Go(func() error {
+			rb, err := r.fetch(gctx, bodySt, tenant, conv, hash)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			total += rb.size * n
+			if total > r.cfg.MaxSnapshotBytes {
+				return malformed("snapshot's bodies add up to more than the limit of %d bytes", r.cfg.MaxSnapshotBytes)
+			}
+			raws[hash] = rb
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for hash, rb := range raws {
+		if rb.canon != nil {
+			continue
+		}
+		g.Go(func() error {
+			body, err := r.decode(tenant, conv, hash, rb)
+			if err != nil {
+				return err
+			}
+			rb.canon, rb.payload = body, nil
+			if !rb.sized {
+				mu.Lock()
+				defer mu.Unlock()
+				total += (len(body) - rb.size) * uses[hash]
+				if total > r.cfg.MaxSnapshotBytes {
+					return malformed("snapshot's bodies add up to more than the limit of %d bytes", r.cfg.MaxSnapshotBytes)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	msgs := make([]briefd.Message, len(list))
+	g, _ = errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i, e := range list {
 		g.Go(func() error {
-			body, err := r.body(gctx, bodySt, tenant, conv, e.Hash)
-			if err != nil {
-				return fmt.Errorf("message %q: %w", e.ID, err)
-			}
-			if err := json.Unmarshal(body, &msgs[i]); err != nil {
+			if err := json.Unmarshal(raws[e.Hash].canon, &msgs[i]); err != nil {
 				return malformed("body of message %q is not a message: %v", e.ID, err)
 			}
 			if msgs[i].ID != e.ID {
@@ -235,12 +316,13 @@ func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Ent
 	return msgs, nil
 }
 
-// body returns the canonical bytes of one body, reassembled, decompressed
-// and checked against its hash.
-func (r *Resolver) body(ctx context.Context, st jetstream.Stream, tenant, conv, hash string) ([]byte, error) {
+// fetch returns one body as stored (chunks reassembled), with its declared
+// size checked against the per-body limit, or its canonical bytes from the
+// cache.
+func (r *Resolver) fetch(ctx context.Context, st jetstream.Stream, tenant, conv, hash string) (*rawBody, error) {
 	subject := r.subj.Body(tenant, conv, hash)
 	if b, ok := r.bodies.get(subject); ok {
-		return b, nil
+		return &rawBody{canon: b, size: len(b)}, nil
 	}
 	raw, err := st.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -249,7 +331,7 @@ func (r *Resolver) body(ctx context.Context, st jetstream.Stream, tenant, conv, 
 	if err != nil {
 		return nil, fmt.Errorf("queue: get body %s: %w", subject, err)
 	}
-	payload := raw.Data
+	rb := &rawBody{payload: raw.Data, encoding: raw.Header.Get(HeaderContentEncoding)}
 	if n := raw.Header.Get(HeaderChunks); n != "" {
 		chunks, err1 := strconv.Atoi(n)
 		size, err2 := strconv.Atoi(raw.Header.Get(HeaderSize))
@@ -265,26 +347,68 @@ func (r *Resolver) body(ctx context.Context, st jetstream.Stream, tenant, conv, 
 			if err != nil {
 				return nil, fmt.Errorf("queue: get chunk %d of %s: %w", i, subject, err)
 			}
+			if buf.Len()+len(c.Data) > size {
+				return nil, malformed("body %s: chunks hold more than the %d bytes %s says", subject, size, HeaderSize)
+			}
 			buf.Write(c.Data)
 		}
 		if buf.Len() != size {
 			return nil, malformed("body %s: chunks hold %d bytes, %s says %d", subject, buf.Len(), HeaderSize, size)
 		}
-		payload = buf.Bytes()
+		rb.payload = buf.Bytes()
 	}
-	switch enc := raw.Header.Get(HeaderContentEncoding); enc {
+	switch rb.encoding {
 	case "":
+		rb.size, rb.sized = len(rb.payload), true
 	case EncodingZstd:
-		d, err := r.dec.DecodeAll(payload, nil)
+		// The frame header declares the content size, so no body is
+		// decompressed blind; one that does not may hold unsizedLimit.
+		var h zstd.Header
+		if err := h.Decode(rb.payload); err != nil {
+			return nil, malformed("body %s: zstd frame header: %v", subject, err)
+		}
+		if h.Skippable {
+			return nil, malformed("body %s: skippable zstd frame", subject)
+		}
+		if h.FrameContentSize > uint64(r.cfg.MaxBodyBytes) {
+			return nil, malformed("body %s is %d bytes, limit %d", subject, h.FrameContentSize, r.cfg.MaxBodyBytes)
+		}
+		rb.size, rb.sized = int(h.FrameContentSize), h.HasFCS
+		if !h.HasFCS {
+			rb.size = len(rb.payload) // an estimate; corrected after decoding
+		}
+	default:
+		return nil, malformed("body %s: unknown %s %q", subject, HeaderContentEncoding, rb.encoding)
+	}
+	if rb.size > r.cfg.MaxBodyBytes {
+		return nil, malformed("body %s is %d bytes, limit %d", subject, rb.size, r.cfg.MaxBodyBytes)
+	}
+	return rb, nil
+}
+
+// decode returns a fetched body's canonical bytes, checked against its
+// hash, and caches them. A zstd payload decodes into a buffer of its
+// declared size and no more (the decoder is limited to the buffer's
+// capacity), whatever frames follow the first.
+func (r *Resolver) decode(tenant, conv, hash string, rb *rawBody) ([]byte, error) {
+	subject := r.subj.Body(tenant, conv, hash)
+	payload := rb.payload
+	if rb.encoding == EncodingZstd {
+		limit := rb.size
+		if !rb.sized {
+			limit = min(unsizedLimit, r.cfg.MaxBodyBytes)
+		}
+		d, err := r.dec.DecodeAll(payload, make([]byte, 0, limit))
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) && !rb.sized {
+			return nil, malformed("body %s: zstd frame without a declared content size holds more than %d bytes", subject, limit)
+		}
 		if err != nil {
 			return nil, malformed("body %s: zstd: %v", subject, err)
 		}
+		if rb.sized && len(d) != rb.size {
+			return nil, malformed("body %s: zstd frame holds %d bytes, its header says %d", subject, len(d), rb.size)
+		}
 		payload = d
-	default:
-		return nil, malformed("body %s: unknown %s %q", subject, HeaderContentEncoding, enc)
-	}
-	if len(payload) > r.cfg.MaxBodyBytes {
-		return nil, malformed("body %s is %d bytes, limit %d", subject, len(payload), r.cfg.MaxBodyBytes)
 	}
 	if got := BodyHash(payload); got != hash {
 		return nil, malformed("body %s hashes to %s", subject, got)

@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -49,7 +51,7 @@ func StreamConfigs(cfg Config) []jetstream.StreamConfig {
 			MaxAge:      cfg.DeadMaxAge,
 			Discard:     jetstream.DiscardOld,
 			Storage:     cfg.Storage,
-			Replicas:    cfg.Replicas,
+			Replicas:    cfg.DeadReplicas,
 			Duplicates:  cfg.DuplicateWindow,
 			AllowDirect: true,
 		},
@@ -67,21 +69,86 @@ func ConsumerConfig(cfg Config) jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       cfg.AckWait,
-		// One more than MaxDeliver so that the last attempt's failure is
-		// still seen by a worker, which dead-letters it with the reason.
-		MaxDeliver:    cfg.MaxDeliver + 1,
+		// Attempts and requeues (shutdowns, deferrals) both count as
+		// deliveries here; workers count attempts themselves and
+		// dead-letter with the reason, so the server's bound is one more
+		// than the most deliveries a worker lets through.
+		MaxDeliver:    cfg.MaxDeliver + cfg.MaxRequeues + 1,
 		FilterSubject: cfg.Prefix + ".snap.>",
 		MaxAckPending: cfg.MaxAckPending,
 		Replicas:      cfg.Replicas,
 	}
 }
 
-// EnsureStreams creates or updates the three streams and the shared
-// consumer. It is idempotent and safe to call from every worker at start-up.
+// RequeueBucketConfig is the key-value bucket in which workers count, per
+// snapshot stream sequence, the redeliveries that are not attempts.
+func RequeueBucketConfig(cfg Config) jetstream.KeyValueConfig {
+	cfg = cfg.WithDefaults()
+	return jetstream.KeyValueConfig{
+		Bucket:      cfg.Streams().Requeues,
+		Description: "briefd: redeliveries of a snapshot that were not attempts (shutdowns, deferrals)",
+		History:     1,
+		TTL:         cfg.MaxAge,
+		Storage:     cfg.Storage,
+		Replicas:    cfg.DeadReplicas,
+	}
+}
+
+// MinServerVersion is the oldest nats-server the queue supports: direct
+// gets by subject, which the resolver and the coalescing check use, came
+// with 2.9.0.
+const MinServerVersion = "2.9.0"
+
+// CheckServer returns an error naming the versions when the server nc is
+// connected to is older than MinServerVersion.
+func CheckServer(nc interface{ ConnectedServerVersion() string }) error {
+	v := nc.ConnectedServerVersion()
+	if !versionAtLeast(v, 2, 9, 0) {
+		return fmt.Errorf("queue: nats-server %q is older than the %s this worker needs", v, MinServerVersion)
+	}
+	return nil
+}
+
+// versionAtLeast reports whether a "major.minor.patch[-suffix]" version is
+// at least the one given; an unparseable version is not.
+func versionAtLeast(v string, major, minor, patch int) bool {
+	var got [3]int
+	v, _, _ = strings.Cut(strings.TrimPrefix(v, "v"), "-")
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return false
+		}
+		got[i] = n
+	}
+	want := [3]int{major, minor, patch}
+	for i := range got {
+		if got[i] != want[i] {
+			return got[i] > want[i]
+		}
+	}
+	return true
+}
+
+// EnsureStreams creates or updates the three streams, the requeue bucket
+// and the shared consumer. It is idempotent and safe to call from every
+// worker at start-up. It refuses a server older than MinServerVersion.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if nc := js.Conn(); nc != nil {
+		if err := CheckServer(nc); err != nil {
+			return err
+		}
+	}
+	if _, err := js.CreateOrUpdateKeyValue(ctx, RequeueBucketConfig(cfg)); err != nil {
+		return fmt.Errorf("queue: ensure bucket %s: %w", cfg.Streams().Requeues, err)
 	}
 	var snaps jetstream.Stream
 	for _, sc := range StreamConfigs(cfg) {

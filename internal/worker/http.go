@@ -23,7 +23,8 @@ func (f PingerFunc) Ping(ctx context.Context) error { return f(ctx) }
 // Handler serves the operator endpoints:
 //
 //	/healthz  200 while the process runs
-//	/readyz   200 when the worker consumes and every dependency answers; 503 with the failing one otherwise
+//	/readyz   200 when the worker consumes, its last health check of NATS and the store passed, its last
+//	          pull succeeded and every extra dependency answers; 503 with the reason otherwise
 //	/metrics  Prometheus metrics from gatherer
 func Handler(w *Worker, gatherer prometheus.Gatherer, deps map[string]Pinger) http.Handler {
 	mux := http.NewServeMux()
@@ -31,8 +32,8 @@ func Handler(w *Worker, gatherer prometheus.Gatherer, deps map[string]Pinger) ht
 		rw.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, r *http.Request) {
-		if !w.Ready() {
-			http.Error(rw, "not consuming", http.StatusServiceUnavailable)
+		if err := w.Readiness(); err != nil {
+			http.Error(rw, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)

@@ -16,6 +16,8 @@ type Metrics struct {
 	TokensSaved    prometheus.Counter
 	TokensIn       prometheus.Counter
 	Redeliveries   prometheus.Counter
+	Retries        prometheus.Counter
+	Deferred       prometheus.Counter
 	DeadLetters    prometheus.Counter
 	Superseded     prometheus.Counter
 	Rejected       prometheus.Counter
@@ -49,6 +51,14 @@ func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, er
 			Namespace: "briefd", Name: "redeliveries_total",
 			Help: "Snapshots received with a delivery count above 1.",
 		}),
+		Retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "briefd", Name: "retries_total",
+			Help: "Snapshots handed back with backoff after a transient error (store or NATS down, handler over time).",
+		}),
+		Deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "briefd", Name: "snapshots_deferred_total",
+			Help: "Snapshots handed back because their tenant was at its cap while another tenant had work (not attempts).",
+		}),
 		DeadLetters: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "briefd", Name: "dead_letters_total",
 			Help: "Snapshots given up on (rejected or out of attempts) and written to the dead-letter stream.",
@@ -75,7 +85,7 @@ func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, er
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 		}),
 	}
-	reg.MustRegister(m.Compactions, m.Duration, m.TokensSaved, m.TokensIn, m.Redeliveries, m.DeadLetters,
+	reg.MustRegister(m.Compactions, m.Duration, m.TokensSaved, m.TokensIn, m.Redeliveries, m.Retries, m.Deferred, m.DeadLetters,
 		m.Superseded, m.Rejected, m.InFlight, m.LLMAttempts, m.PublishToStore)
 	if lag != nil {
 		reg.MustRegister(&lagCollector{lag: lag, desc: prometheus.NewDesc("briefd_consumer_pending",

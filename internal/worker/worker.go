@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,10 +23,11 @@ import (
 )
 
 // Store is what the worker needs of the briefing store; both
-// cache.RedisStore and cache.KVStore provide it.
+// cache.RedisStore and cache.KVStore provide it. Ping backs readiness.
 type Store interface {
 	Put(ctx context.Context, b *briefd.Briefing) (latest bool, err error)
 	Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error)
+	Ping(ctx context.Context) error
 }
 
 // Auditor records events on the audit stream; *audit.Publisher provides it.
@@ -69,6 +72,10 @@ type Worker struct {
 	mu       sync.Mutex
 	consumer *queue.Consumer
 	ready    bool
+
+	health     atomic.Pointer[error] // the last dependency check's error; nil when healthy
+	stopHealth context.CancelFunc
+	healthDone chan struct{}
 }
 
 // New returns a Worker reading from js and writing briefings to store. It
@@ -87,6 +94,9 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 			cfg.Queue.Concurrency = DefaultLLMConcurrency
 		}
 	}
+	// The engine's limits hold while bodies load, not only after.
+	cfg.Queue.MaxMessages = cmp.Or(cfg.Queue.MaxMessages, cfg.Engine.Limits.MaxMessages)
+	cfg.Queue.MaxSnapshotBytes = cmp.Or(cfg.Queue.MaxSnapshotBytes, cfg.Engine.Limits.MaxTotalBytes)
 	cfg.Queue = cfg.Queue.WithDefaults()
 	if err := cfg.Queue.Validate(); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -95,6 +105,10 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 	if err := cfg.Engine.Validate(); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	// One prefix isolates a deployment: its audit subjects and stream too.
+	cfg.Audit.Prefix = cmp.Or(cfg.Audit.Prefix, cfg.Queue.Prefix)
+	cfg.Audit.Stream = cmp.Or(cfg.Audit.Stream, queue.StreamBase(cfg.Queue.Prefix)+"_AUDIT")
+	cfg.Audit.Replicas = cmp.Or(cfg.Audit.Replicas, cfg.Queue.Replicas)
 	cfg.Audit = cfg.Audit.WithDefaults()
 	cfg.MaxEngines = cmp.Or(cfg.MaxEngines, 16)
 	w := &Worker{
@@ -133,7 +147,15 @@ func (w *Worker) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	// Readiness first: the consumer pulls only while the store and NATS
+	// answer, so a worker that could only nak takes nothing.
+	w.check(ctx)
+	hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopHealth, w.healthDone = cancel, make(chan struct{})
+	go w.watchHealth(hctx)
 	if err := c.Start(ctx); err != nil {
+		cancel()
+		<-w.healthDone
 		return fmt.Errorf("worker: %w", err)
 	}
 	w.mu.Lock()
@@ -156,16 +178,76 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	}
 	err := c.Stop(ctx)
+	w.stopHealth()
+	<-w.healthDone
 	w.log.Info("worker stopped", "error", err)
 	return err
 }
 
-// Ready reports whether the worker is consuming.
-func (w *Worker) Ready() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.ready
+// HealthInterval is how often the worker checks NATS and its store.
+const HealthInterval = time.Second
+
+func (w *Worker) watchHealth(ctx context.Context) {
+	defer close(w.healthDone)
+	t := time.NewTicker(HealthInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			w.check(ctx)
+		}
+	}
 }
+
+// check asks NATS and the store whether they answer, and records the
+// answer for Ready and the consumer's gate.
+func (w *Worker) check(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, HealthInterval)
+	defer cancel()
+	var err error
+	if nc := w.js.Conn(); nc != nil && !nc.IsConnected() {
+		err = fmt.Errorf("nats: %s", nc.Status())
+	} else if perr := w.store.Ping(ctx); perr != nil {
+		err = fmt.Errorf("store: %w", perr)
+	}
+	if err != nil {
+		w.health.Store(&err)
+	} else {
+		w.health.Store(nil)
+	}
+}
+
+// healthErr is the last check's error.
+func (w *Worker) healthErr() error {
+	if p := w.health.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Readiness returns nil when the worker consumes, NATS and the store
+// answered its last check (at most HealthInterval ago) and its last pull
+// succeeded; otherwise the reason it is not ready.
+func (w *Worker) Readiness() error {
+	w.mu.Lock()
+	c, ready := w.consumer, w.ready
+	w.mu.Unlock()
+	if !ready {
+		return errors.New("not consuming")
+	}
+	if err := w.healthErr(); err != nil {
+		return err
+	}
+	if err := c.Err(); err != nil {
+		return fmt.Errorf("fetch: %w", err)
+	}
+	return nil
+}
+
+// Ready reports whether Readiness is nil.
+func (w *Worker) Ready() bool { return w.Readiness() == nil }
 
 // lag returns the consumer's count of snapshots not yet delivered.
 func (w *Worker) lag(ctx context.Context) (uint64, error) {
@@ -223,6 +305,15 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		}
 	}
 	if !res.Compacted {
+		reason := audit.SkipNothingToCompact
+		if strings.HasPrefix(res.Reason, "below") {
+			reason = audit.SkipBelowTrigger
+		}
+		ev := w.event(audit.TypeSkipped, snap)
+		ev.Reason, ev.Error, ev.TokensBefore, ev.MessagesBefore = reason, res.Reason, res.TokensBefore, len(snap.Messages)
+		if err := w.auditor.Publish(ctx, ev); err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
 		w.metrics.Compactions.WithLabelValues("none", "skipped").Inc()
 		log.Debug("nothing to compact", "reason", res.Reason, "tokens", res.TokensBefore)
 		return nil
@@ -230,6 +321,8 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 
 	b := res.Briefing
 	b.Tenant = snap.Tenant
+	// The stream's order of snapshots decides which briefing is the latest.
+	b.SnapshotSeq, b.SnapshotTime = snap.StreamSeq, snap.Delivery.Timestamp
 	latest, err := w.store.Put(ctx, b)
 	if err != nil {
 		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
@@ -237,10 +330,10 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	}
 	elapsed := time.Since(start)
 	ev := audit.Compacted(b)
-	ev.SnapshotSeq = snap.Seq
+	ev.SnapshotSeq, ev.Seq = snap.StreamSeq, snap.Seq
 	ev.MessagesBefore, ev.MessagesAfter = len(snap.Messages), len(res.Messages)
 	ev.DurationMS = float64(elapsed.Microseconds()) / 1000
-	ev.Attempt = int(snap.Delivery.NumDelivered)
+	ev.Attempt = int(snap.Delivery.Attempt)
 	ev.SummarizerAttempts = len(res.Attempts)
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		// The briefing is stored; the retry stores it again idempotently.
@@ -289,9 +382,8 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	w.metrics.Rejected.Inc()
 	w.metrics.Compactions.WithLabelValues("none", "rejected").Inc()
 	log.Warn("snapshot rejected", "reason", cause)
-	ev := audit.Event{Type: audit.TypeRejected, Time: time.Now(), Tenant: snap.Tenant,
-		ConversationID: snap.ConversationID, SnapshotSeq: snap.Seq, Reason: cause.Error(),
-		Attempt: int(snap.Delivery.NumDelivered)}
+	ev := w.event(audit.TypeRejected, snap)
+	ev.Reason, ev.Error = audit.ReasonInvalidHistory, cause.Error()
 	var ve *briefd.ValidationError
 	if errors.As(cause, &ve) {
 		ev.MessageID = ve.MessageID
@@ -302,28 +394,52 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	return queue.Permanent(cause)
 }
 
+// event starts an audit event about snap.
+func (w *Worker) event(typ audit.Type, snap *queue.Snapshot) audit.Event {
+	return audit.Event{Type: typ, Time: time.Now(), Tenant: snap.Tenant, ConversationID: snap.ConversationID,
+		SnapshotSeq: snap.StreamSeq, Seq: snap.Seq, Attempt: int(snap.Delivery.Attempt)}
+}
+
 // hooks turns queue outcomes into metrics and audit events. Dead letters
 // come from the queue (malformed manifests never reach handle), so their
 // audit event is written here.
 func (w *Worker) hooks() queue.Hooks {
 	return queue.Hooks{
+		Ready: w.healthErr,
 		OnSettled: func(ref queue.Ref, outcome queue.Outcome, err error, took time.Duration) {
-			if outcome == queue.OutcomeSuperseded {
+			switch outcome {
+			case queue.OutcomeSuperseded:
 				w.metrics.Superseded.Inc()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				ev := audit.Event{Type: audit.TypeSkipped, Tenant: ref.Tenant, ConversationID: ref.ConversationID,
+					SnapshotSeq: ref.StreamSeq, Seq: ref.Seq, Attempt: int(ref.Attempt), Reason: audit.SkipSuperseded,
+					Error: "a newer snapshot of the conversation is in the stream"}
+				if err := w.auditor.Publish(ctx, ev); err != nil {
+					w.log.Warn("audit of a superseded snapshot failed", "tenant", ref.Tenant, "conversation", ref.ConversationID, "error", err)
+				}
+			case queue.OutcomeRetried:
+				w.metrics.Retries.Inc()
+			case queue.OutcomeDeferred:
+				w.metrics.Deferred.Inc()
 			}
 		},
 		OnDeadLetter: func(rec queue.DeadLetter) {
 			w.metrics.DeadLetters.Inc()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
+			reason := audit.ReasonMaxDeliveries
+			if rec.Permanent {
+				reason = audit.ReasonMalformed
+			}
 			ev := audit.Event{Type: audit.TypeDeadLettered, Time: rec.At, Tenant: rec.Tenant,
-				ConversationID: rec.ConversationID, SnapshotSeq: rec.Seq, Reason: rec.Reason,
-				Deliveries: int(rec.Deliveries)}
+				ConversationID: rec.ConversationID, SnapshotSeq: rec.StreamSeq, Seq: rec.Seq, Reason: reason,
+				Error: rec.Reason, Deliveries: int(rec.Deliveries)}
 			if ev.ConversationID == "" {
 				// A subject the queue could not parse: still on the record,
-				// under a placeholder, with the subject in the reason.
+				// under a placeholder, with the subject in the detail.
 				ev.ConversationID = "_"
-				ev.Reason = fmt.Sprintf("subject %q: %s", rec.Subject, rec.Reason)
+				ev.Error = fmt.Sprintf("subject %q: %s", rec.Subject, rec.Reason)
 			}
 			if err := w.auditor.Publish(ctx, ev); err != nil {
 				w.log.Error("audit of a dead letter failed", "conversation", rec.ConversationID, "error", err)

@@ -366,7 +366,10 @@ func TestRejectsBadSnapshots(t *testing.T) {
 			return false
 		}
 		for _, ev := range evs {
-			reasons[ev.ConversationID] = ev.Reason
+			if ev.Reason == "" || ev.Error == "" || len(ev.Reason) > 32 {
+				t.Errorf("event %+v: want a short reason and the detail in error", ev)
+			}
+			reasons[ev.ConversationID] = ev.Error
 		}
 		return reasons["orphan"] != "" && reasons["big"] != "" && reasons["garbage"] != ""
 	})
@@ -376,7 +379,7 @@ func TestRejectsBadSnapshots(t *testing.T) {
 			return false
 		}
 		for _, ev := range evs {
-			if ev.ConversationID == "_" && strings.Contains(ev.Reason, "briefd.snap.lonely") {
+			if ev.ConversationID == "_" && strings.Contains(ev.Error, "briefd.snap.lonely") {
 				return true
 			}
 		}

@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"InvalidBriefing", testInvalid},
 		{"MonotonicOutOfOrder", testMonotonic},
 		{"TieRule", testTieRule},
+		{"NewestSnapshotWins", testNewestSnapshotWins},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"WatchInOrder", testWatch},
 		{"WatchStartsWithLatest", testWatchStartsWithLatest},
@@ -205,6 +206,35 @@ func testMonotonic(t *testing.T, s Store) {
 	mustPut(t, s, b100, true)
 	mustPut(t, s, briefing("acme", "c1", "m9", 9), false)
 	mustEqual(t, mustLatest(t, s, "acme", "c1"), b100)
+}
+
+// fromSnapshot is a briefing of the snapshot the stream stored at
+// base + sec seconds.
+func fromSnapshot(conv, boundary string, pos int64, seq uint64, sec int) *briefd.Briefing {
+	b := briefing("acme", conv, boundary, pos)
+	b.SnapshotSeq = seq
+	b.SnapshotTime = time.Date(2026, 1, 2, 3, 0, sec, 0, time.UTC)
+	return b
+}
+
+// The briefing of the newest snapshot is the latest, whatever its
+// Position: a forged snapshot with a huge Position is replaced by the
+// victim's next snapshot, and a history that shrank (undo) is briefed.
+func testNewestSnapshotWins(t *testing.T, s Store) {
+	mustPut(t, s, fromSnapshot("c1", "m30", 30, 10, 1), true)
+	forged := fromSnapshot("c1", "evil", 378, 11, 2)
+	mustPut(t, s, forged, true)
+	next := fromSnapshot("c1", "m32", 32, 12, 3)
+	mustPut(t, s, next, true)
+	mustEqual(t, mustLatest(t, s, "acme", "c1"), next)
+	// An older snapshot's briefing, however far it reaches, stays behind.
+	mustPut(t, s, fromSnapshot("c1", "m31", 500, 9, 0), false)
+	mustEqual(t, mustLatest(t, s, "acme", "c1"), next)
+	// A briefing from the stream replaces one made outside it.
+	mustPut(t, s, briefing("acme", "c2", "m90", 90), true)
+	undo := fromSnapshot("c2", "m20", 20, 13, 4)
+	mustPut(t, s, undo, true)
+	mustEqual(t, mustLatest(t, s, "acme", "c2"), undo)
 }
 
 func testTieRule(t *testing.T, s Store) {
