@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/envflag"
 )
@@ -39,17 +40,23 @@ type compactOutput struct {
 	Encoding      string            `json:"encoding"`
 	// Record is the briefing as a store keeps it.
 	Record *briefd.Briefing `json:"record,omitempty"`
+	// Coverage is the briefing's report on itself: what of the span it
+	// carries and what it left out for size.
+	Coverage *brief.Coverage `json:"coverage,omitempty"`
+	// BudgetTokens is the briefing budget that applied.
+	BudgetTokens int `json:"budget_tokens,omitempty"`
 }
 
 // runCompact implements `worker compact [flags] FILE`: it compacts one
 // history file (or stdin for "-") and prints a compactOutput. Exit status
-// 0 covers both "compacted" and "nothing to compact"; an unreadable or
-// invalid history is an error. When ctx ends (Ctrl-C, SIGTERM) it stops
+// 0 means compacted, 3 that the result on stdout did not compact (its
+// reason says why); an unreadable or invalid history is an error (1). When ctx ends (Ctrl-C, SIGTERM) it stops
 // within stopGrace, whatever step it is in.
 func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compact", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	force := fs.Bool("force", false, "compact even when no trigger fires")
+	force := fs.Bool("force", false, "compact now, as a user's /compact: no trigger needed, and the kept tail is at most --force-keep-fraction of the history")
+	focus := fs.String("focus", "", "what the briefing must keep above all, in words (\"everything about the migration\")")
 	conv := fs.String("conversation", "", "conversation id (default: the history's id, else the file name)")
 	tenant := fs.String("tenant", "", "tenant of the conversation")
 	var cfg compact.Config
@@ -71,7 +78,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usageErrorf("compact takes one FILE (or - for stdin), got %d", len(files))
 	}
 	file := files[0]
-	job := compactJob{file: file, conversation: *conv, tenant: *tenant, force: *force, cfg: cfg, llm: llm}
+	job := compactJob{file: file, conversation: *conv, tenant: *tenant, force: *force, focus: *focus, cfg: cfg, llm: llm}
 	return untilDone(ctx, stopGrace, func() error { return job.run(ctx, stdin, stdout, stderr) })
 }
 
@@ -107,6 +114,7 @@ func untilDone(ctx context.Context, grace time.Duration, f func() error) error {
 type compactJob struct {
 	file, conversation, tenant string
 	force                      bool
+	focus                      string
 	cfg                        compact.Config
 	llm                        func(*slog.Logger) (compact.Summarizer, error)
 }
@@ -148,7 +156,7 @@ func (j compactJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: j.tenant, Messages: h.Messages, Force: j.force})
+	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: j.tenant, Messages: h.Messages, Force: j.force, Focus: j.focus})
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
@@ -163,6 +171,8 @@ func (j compactJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.
 		Messages:       res.Messages,
 		Attempts:       res.Attempts,
 		Encoding:       eng.Config().Encoding,
+		Coverage:       res.Coverage,
+		BudgetTokens:   res.BudgetTokens,
 	}
 	if b := res.Briefing; b != nil {
 		out.BoundaryID, out.Tier, out.TokensAfter = b.BoundaryID, b.Tier, b.TokensAfter
@@ -180,6 +190,9 @@ func (j compactJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(out); err != nil {
 		return fmt.Errorf("write result: %w", err)
+	}
+	if !res.Compacted {
+		return errNotCompacted
 	}
 	return nil
 }

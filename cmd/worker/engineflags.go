@@ -26,6 +26,8 @@ func bindEngineFlags(fs *flag.FlagSet, cfg *compact.Config) {
 	fs.Float64Var(&cfg.BriefingRatio, "briefing-ratio", cfg.BriefingRatio, "briefing budget as a fraction of the compacted span's tokens (0 = 0.10)")
 	fs.IntVar(&cfg.MinBriefingTokens, "min-briefing-tokens", cfg.MinBriefingTokens, "smallest briefing budget (0 = 512)")
 	fs.IntVar(&cfg.MaxBriefingTokens, "max-briefing-tokens", cfg.MaxBriefingTokens, "largest briefing budget (0 = 8192)")
+	fs.Float64Var(&cfg.MaxBriefingFraction, "max-briefing-fraction", cfg.MaxBriefingFraction, "largest briefing budget as a fraction of the context window; bounds chained briefings (0 = 0.15)")
+	fs.Float64Var(&cfg.ForceKeepFraction, "force-keep-fraction", cfg.ForceKeepFraction, "a forced compaction keeps at most this fraction of the non-pinned history verbatim (0 = 0.25)")
 	fs.IntVar(&cfg.PerMessageOverhead, "per-message-overhead", cfg.PerMessageOverhead, "tokens added per message for chat framing (0 = 4, -1 = none)")
 	fs.IntVar(&cfg.Limits.MaxMessages, "max-messages", cfg.Limits.MaxMessages, "reject histories with more messages (0 = 100000)")
 	fs.IntVar(&cfg.Limits.MaxMessageBytes, "max-message-bytes", cfg.Limits.MaxMessageBytes, "reject larger messages (0 = 16 MiB)")

@@ -80,11 +80,17 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "worker %s: %v\n", cmd, err)
 		return 2
+	case errors.Is(err, errNotCompacted):
+		return 3 // the result is on stdout; the status says nothing was compacted
 	default:
 		fmt.Fprintf(stderr, "worker %s: %v\n", cmd, err)
 		return 1
 	}
 }
+
+// errNotCompacted is returned by compact when it printed a result that
+// did not compact (exit code 3), so that scripts tell it from a compaction.
+var errNotCompacted = errors.New("not compacted")
 
 // errUsage marks errors in the command line (exit code 2).
 var errUsage = errors.New("usage")

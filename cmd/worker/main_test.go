@@ -78,9 +78,10 @@ func TestCompactContract(t *testing.T) {
 	if !seen {
 		t.Fatal("no briefing message in the spliced history")
 	}
-	// A briefing, not a bag of identifiers: it says what was done even
-	// when the span's user messages fill most of the budget.
-	for _, section := range []string{"## User messages", "## What was done", "## Current state"} {
+	// A hand-off, not a bag of identifiers: the user's words, what was
+	// found, the state and the next step, even when the span's user
+	// messages fill most of the budget.
+	for _, section := range []string{"USER (verbatim", "RECORDS:", "STATE:", "NEXT:"} {
 		if !strings.Contains(res.Briefing, section) {
 			t.Errorf("briefing lacks %q", section)
 		}
@@ -88,9 +89,9 @@ func TestCompactContract(t *testing.T) {
 }
 
 func TestCompactNothingToCompact(t *testing.T) {
-	// Below the trigger without --force: exit 0, compacted false, a reason.
+	// Below the trigger without --force: exit 3, compacted false, a reason.
 	code, out, stderr := run(t, "", "compact", example)
-	if code != 0 {
+	if code != 3 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var res struct {

@@ -13,8 +13,8 @@ import (
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
-	"github.com/briefd/briefd/internal/ident"
 	"github.com/briefd/briefd/internal/envflag"
+	"github.com/briefd/briefd/internal/ident"
 	"github.com/briefd/briefd/internal/queue"
 )
 
@@ -133,7 +133,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	res, err := eng.Compact(ctx, compact.Request{ConversationID: *conv, Tenant: *tenant, Messages: snap.Messages, Previous: prev, Force: true})
+	res, err := eng.Compact(ctx, compact.Request{ConversationID: *conv, Tenant: *tenant, Messages: snap.Messages, Previous: prev, IgnoreTrigger: true})
 	if err != nil {
 		return err
 	}

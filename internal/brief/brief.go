@@ -203,6 +203,11 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 			l.indexNeed += estimate(id + ", ")
 		}
 	}
+	if m.prior != nil {
+		for _, id := range m.prior.index {
+			l.indexNeed += estimate(id + ", ")
+		}
+	}
 	// The mandatory items decide the least budget: they are carried whole,
 	// and the rest keeps at least EvidenceFloorTokens.
 	floor := l.mandatoryTokens() + margin + min(in.BudgetTokens/2, EvidenceFloorTokens)

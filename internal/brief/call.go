@@ -61,14 +61,14 @@ type fileOp struct {
 
 // call is one tool call, classified.
 type call struct {
-	tool   string
-	kind   kind
-	label  string // the command or arguments, one line, clipped
-	target string // what it acted on: a path, a URL, a record id, a script
-	ops    []fileOp
-	args   map[string]string // scalar arguments of an API tool
-	url    string            // an HTTP request's URL
-	method string
+	tool    string
+	kind    kind
+	label   string // the command or arguments, one line, clipped
+	target  string // what it acted on: a path, a URL, a record id, a script
+	ops     []fileOp
+	args    map[string]string // scalar arguments of an API tool
+	url     string            // an HTTP request's URL
+	method  string
 	thought string // a think tool's thought, a finish tool's message
 	// editorOpen: a SWE-agent command that acts on the open file, whose
 	// path the result's header names (edit, goto, scroll_down).

@@ -208,13 +208,20 @@ func (l *layout) buildPrior() {
 		if it := byKey[e.Key]; e.Key != "" && it != nil {
 			f := l.m.file(e.Key, false)
 			old := strings.TrimPrefix(strings.TrimPrefix(e.Text, "- "), e.Key+": ")
-			if f != nil && f.net() && len(f.undone) == 0 && !strings.HasPrefix(old, "read ") {
+			// An earlier change survives a later read, and a later change
+			// that did not undo it.
+			if f != nil && len(f.undone) == 0 && !strings.HasPrefix(old, "read ") && !strings.HasPrefix(old, "does not exist") {
 				// Earlier surviving changes, then the new ones.
+				ids := "[" + rangeOf(e.IDs) + "]"
 				for lv := range it.texts {
-					if it.texts[lv] != "" {
-						it.texts[lv] = "- " + e.Key + ": " + clip(old, []int{400, 160, 70}[lv]) + "; then " +
-							strings.TrimPrefix(it.texts[lv], "- "+e.Key+": ")
+					if it.texts[lv] == "" {
+						continue
 					}
+					was := "changed earlier " + ids
+					if lv == levelFull {
+						was = old
+					}
+					it.texts[lv] = "- " + e.Key + ": " + was + "; then " + strings.TrimPrefix(it.texts[lv], "- "+e.Key+": ")
 				}
 				it.prio = max(it.prio, 9)
 			}

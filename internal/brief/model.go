@@ -121,7 +121,7 @@ type model struct {
 	policy   string // the system prompt, lower-cased, to rank record fields
 	users    []userMsg
 	harness  []userMsg // harness messages (format reminders), by distinct opening
-	toolErrs []note   // tool errors delivered as user messages
+	toolErrs []note    // tool errors delivered as user messages
 	steps    []*step
 	files    map[string]*fileState
 	fileKeys []string
@@ -131,7 +131,7 @@ type model struct {
 	errors   []*errState
 	notes    []note // decisions
 	intents  []note
-	asked    *note // the last question the assistant asked the user, unanswered in the span
+	asked    *note  // the last question the assistant asked the user, unanswered in the span
 	told     []note // what the assistant told the user (its messages without tool calls)
 	finished *step
 	ids      map[string]*identUse // span identifiers

@@ -461,7 +461,7 @@ func clip(s string, max int) string {
 func trimPartialToken(s string) string {
 	i := strings.LastIndexAny(s, " ([{\"'`=,;")
 	tok := s[i+1:]
-	if strings.ContainsAny(tok, "/:.@") && len(tok) > 3 {
+	if i >= len(s)/3 && strings.ContainsAny(tok, "/:.@") && len(tok) > 3 {
 		return s[:i+1]
 	}
 	return s

@@ -2,8 +2,8 @@ package brief
 
 import (
 	"math"
-	"regexp"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -977,19 +977,27 @@ func (l *layout) index(text string, room, scale float64) string {
 			seen[id] = true // a message id is not an identifier of the work
 		}
 	}
-	var cands []cand
-	add := func(id string, score float64) {
+	// Scores add up what the identifier is (a path, an exception, a code
+	// name things the agent quotes again) and where it comes from: carried
+	// by an earlier briefing (it survived before), lost with a line left
+	// out, or used in the span (by the agent, in many messages, lately).
+	score := map[string]float64{}
+	var order []string
+	add := func(id string, s float64) {
 		if seen[id] || strings.Contains(text, id) || messageIDRe.MatchString(id) {
 			return
 		}
-		seen[id] = true
-		cands = append(cands, cand{id, score})
+		if _, ok := score[id]; !ok {
+			order = append(order, id)
+			score[id] = identKindScore(id)
+		}
+		score[id] += s
 	}
 	m := l.m
 	n := float64(max(1, len(m.steps)))
 	if m.prior != nil {
 		for _, id := range m.prior.index {
-			add(id, 6)
+			add(id, 4)
 		}
 	}
 	for _, it := range l.items {
@@ -998,39 +1006,26 @@ func (l *layout) index(text string, room, scale float64) string {
 		}
 		for _, id := range it.idents {
 			if !ident.IsNumeric(id) {
-				add(id, 5)
+				add(id, 3)
 			}
 		}
 	}
 	for _, id := range m.idOrder {
 		u := m.ids[id]
-		numeric := ident.IsNumeric(id)
-		if numeric && !(u.spoken && u.msgs >= 2) {
+		if ident.IsNumeric(id) && !(u.spoken && u.msgs >= 2) {
 			continue
 		}
-		s := 1.0
-		if !numeric {
-			s += 2
-		}
+		s := 0.0
 		if u.spoken {
-			s += 1.5
-		}
-		switch {
-		case ident.IsPath(id) && strings.Contains(id, "/"):
-			s += 1.5
-		case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
-			s += 2.5
-		case strings.HasPrefix(id, "http"):
-			s += 1
-		case isCode(id):
 			s += 1.5
 		}
 		s += math.Min(2, math.Log2(float64(u.msgs)))
 		s += 1.5 * float64(u.last) / n
-		if len(id) > 60 {
-			s -= 1
-		}
 		add(id, s)
+	}
+	cands := make([]cand, 0, len(order))
+	for _, id := range order {
+		cands = append(cands, cand{id, score[id]})
 	}
 	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
 	var out []string
@@ -1045,6 +1040,38 @@ func (l *layout) index(text string, room, scale float64) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// identKindScore ranks an identifier by what it names.
+func identKindScore(id string) float64 {
+	s := 1.0
+	if ident.IsNumeric(id) {
+		return s
+	}
+	s += 2
+	switch {
+	case ident.IsPath(id) && strings.Contains(id, "/"):
+		s += 1.5
+	case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
+		s += 2.5
+	case strings.HasPrefix(id, "http"):
+		s += 1
+	case isCode(id):
+		s += 1.5
+	}
+	if len(id) > 60 {
+		s--
+	}
+	return s
+}
+
+// mentionedIDs returns the message ids a text names, in id order.
+func mentionedIDs(t string) []string {
+	ids := messageIDsRe.FindAllString(t, -1)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+var messageIDsRe = regexp.MustCompile(`\bm\d{3,}\b`)
 
 // messageIDRe matches the message ids briefings cite (m0012).
 var messageIDRe = regexp.MustCompile(`^m\d{3,}$`)
@@ -1086,8 +1113,8 @@ func (l *layout) omittedText() string {
 	}
 
 	if len(left) == 0 && len(other) == 0 && len(keys) == 0 {
-		if p := l.m.prior; p != nil && p.leftOut != "" {
-			return "earlier: " + clip(p.leftOut, 240)
+		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
+			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
 		}
 		return ""
 	}
@@ -1108,8 +1135,8 @@ func (l *layout) omittedText() string {
 			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids))
 		}
 	}
-	if p := l.m.prior; p != nil && p.leftOut != "" {
-		parts = append(parts, "earlier: "+clip(strings.TrimSuffix(p.leftOut, "."), 240))
+	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
+		parts = append(parts, "earlier, lines citing "+rangeOf(mentionedIDs(p.leftOut)))
 	}
 	return strings.Join(parts, "; ") + "."
 }

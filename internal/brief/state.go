@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,15 +39,27 @@ func (m *model) stateText() string {
 			recs = append(recs, s.f.call.tool+" "+s.f.call.target+" ["+s.id()+"]")
 		}
 	}
+	var earlier []string
+	if m.prior != nil {
+		for _, e := range m.prior.entries[secFiles] {
+			rest := strings.TrimPrefix(strings.TrimPrefix(e.Text, "- "), e.Key+": ")
+			if e.Key != "" && !strings.HasPrefix(rest, "read ") && !strings.HasPrefix(rest, "does not exist") && !slices.Contains(changed, e.Key) {
+				earlier = append(earlier, e.Key)
+			}
+		}
+	}
 	switch {
 	case len(changed) > 0:
 		parts = append(parts, "changed: "+strings.Join(changed, ", "))
-	case len(scratch) == 0 && len(recs) == 0 && m.prior == nil:
+	case len(scratch) == 0 && len(recs) == 0 && len(earlier) == 0 && m.prior == nil:
 		if m.hasEditTools() {
 			parts = append(parts, "nothing edited yet (no file changed)")
 		} else {
 			parts = append(parts, "nothing changed yet (no state-changing call)")
 		}
+	}
+	if len(earlier) > 0 {
+		parts = append(parts, "changed before this span (see FILES): "+strings.Join(earlier, ", "))
 	}
 	if len(scratch) > 0 {
 		parts = append(parts, "created and still present: "+strings.Join(scratch, ", "))

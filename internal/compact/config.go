@@ -25,7 +25,7 @@ const (
 	DefaultMaxBriefingTokens   = 8192
 	DefaultPerMessageOverhead  = 4
 	DefaultForceKeepFraction   = 0.25
-	DefaultMaxBriefingFraction = 0.10
+	DefaultMaxBriefingFraction = 0.15
 
 	// KeepFloor is the fewest messages a kept tail holds, whatever
 	// MinKeepMessages says (except when one last message alone is over the
@@ -85,7 +85,7 @@ type Config struct {
 	MaxBriefingTokens int
 	// MaxBriefingFraction caps the budget at a fraction of ContextWindow,
 	// which bounds a chained briefing that folds earlier ones in. Default
-	// 0.10.
+	// 0.15.
 	MaxBriefingFraction float64
 	// ForceKeepFraction bounds the kept tail of a forced compaction (a
 	// user's /compact): at most this fraction of the non-pinned history's

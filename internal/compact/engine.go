@@ -112,6 +112,10 @@ type Request struct {
 	// does: the kept tail is then at most Config.ForceKeepFraction of the
 	// non-pinned history, so that a meaningful part is compacted.
 	Force bool
+	// IgnoreTrigger compacts even when no trigger fires, with the usual
+	// boundary rules (Force also bounds the kept tail): replay uses it to
+	// re-run a compaction the service made.
+	IgnoreTrigger bool
 	// Focus is free text naming what the briefing must keep above all
 	// ("everything about the migration"); what it names ranks higher.
 	Focus string
@@ -166,7 +170,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		return res, nil
 	}
 
-	fire, why := e.cfg.trigger(msgs, total, req.Force)
+	fire, why := e.cfg.trigger(msgs, total, req.Force || req.IgnoreTrigger)
 	if !fire {
 		return notCompacted(why)
 	}
