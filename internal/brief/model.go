@@ -898,6 +898,20 @@ func (m *model) unread() []idList {
 	return out
 }
 
+// userSaid reports whether the user stated a value (an id of six or more
+// characters) in the span.
+func (m *model) userSaid(v string) bool {
+	if len(v) < 6 {
+		return false
+	}
+	for _, u := range m.users {
+		if strings.Contains(u.text, v) {
+			return true
+		}
+	}
+	return false
+}
+
 // prefersField reports whether the system prompt names a record field.
 func (m *model) prefersField(name string) bool {
 	if m.policy == "" {

@@ -499,9 +499,9 @@ func (l *layout) buildRecords(recency func(int) float64) {
 		for i, c := range cols {
 			names[i] = c
 		}
-		h := "- columns: id [message]: " + strings.Join(names, "; ")
+		h := "- (columns) " + strings.Join(names, "; ")
 		if len(shared) > 0 {
-			h += " (all rows: " + strings.Join(shared, "; ") + ")"
+			h += " (every row: " + strings.Join(shared, "; ") + ")"
 		}
 		head.setAll(h)
 		l.items = append(l.items, head)
@@ -529,6 +529,9 @@ func recordSteps(m *model, id string) []*step {
 	}
 	return out
 }
+
+// minColumns is how many columns a table row keeps at its least detail.
+const minColumns = 5
 
 // columns orders a table's columns (named by the system prompt first) and
 // sets apart the ones every row shares.
@@ -571,20 +574,31 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 	if cols == nil {
 		rest := r.rec
 		rest.id = ""
-		// A field naming another record in play (user_id) says nothing new.
+		// A field naming another record in play, or a value the user
+		// stated (user_id), says nothing new.
 		rest.fields = slices.DeleteFunc(slices.Clone(rest.fields), func(f field) bool {
-			return f.value != r.id && m.records[f.value] != nil
+			return f.value != r.id && (m.records[f.value] != nil || m.userSaid(f.value))
 		})
 		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
 		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
 		it.texts[levelMin] = head + rest.line(m.prefersField, 90)
 	} else {
-		// Cells are cut one by one so that the columns stay aligned.
-		for lv, cell := range []int{160, 36, 14} {
-			vals := make([]string, len(cols))
+		// Cells are cut one by one so that the columns stay aligned; the
+		// least detail keeps the first columns whole and drops the rest.
+		for lv, cell := range []int{160, 40, 0} {
+			vals := make([]string, 0, len(cols))
 			for i, c := range cols {
 				v, _ := r.rec.value(c)
-				vals[i] = clip(cmpOr(v, "-"), cell)
+				v = cmpOr(v, "-")
+				if cell == 0 {
+					if i == minColumns {
+						vals = append(vals, "…")
+						break
+					}
+					vals = append(vals, v)
+					continue
+				}
+				vals = append(vals, clip(v, cell))
 			}
 			it.texts[lv] = head + ": " + strings.Join(vals, "; ")
 		}
