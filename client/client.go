@@ -503,7 +503,7 @@ func (c *Client) Latest(ctx context.Context, conv string) (*briefd.Briefing, err
 }
 
 // Watch returns a channel that delivers the conversation's current latest
-// briefing, if any, then each newer one (strictly increasing Position; a
+// briefing, if any, then each newer one (the briefing of a newer snapshot; a
 // slow reader skips to the newest). It is closed when ctx ends. Errors:
 // ErrInvalidID, ErrClosed, or a wrapped store error.
 func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefing, error) {
@@ -654,7 +654,7 @@ func (c *Client) ensureWatch(conv string) (*watched, error) {
 func (w *watched) offer(b *briefd.Briefing) *briefd.Briefing {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.latest == nil || b.Position > w.latest.Position {
+	if w.latest == nil || cache.Newer(b, w.latest) {
 		w.latest = b
 	}
 	return w.latest

@@ -587,3 +587,27 @@ func waitBriefing(t *testing.T, c *client.Client, conv string, h []briefd.Messag
 		time.Sleep(5 * time.Millisecond) // polling external state
 	}
 }
+
+// TestWatchFollowsNewestSnapshot: the briefing kept by the watch follows
+// the stores' rule for the latest, the newest snapshot's, even when its
+// Position is lower (the history was undone, say).
+func TestWatchFollowsNewestSnapshot(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithWatch(), client.WithTenant("t1"))
+	h := conversation(6)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first := &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a4", Position: 10, SnapshotSeq: 7, SnapshotTime: at}
+	if _, err := store.Put(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	waitBriefing(t, c, "conv", h, 10)
+	undo := &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a2", Position: 6, SnapshotSeq: 8, SnapshotTime: at.Add(time.Second)}
+	if _, err := store.Put(t.Context(), undo); err != nil {
+		t.Fatal(err)
+	}
+	waitBriefing(t, c, "conv", h, 6)
+}

@@ -55,6 +55,11 @@ func order(b *briefd.Briefing) int64 {
 	return b.SnapshotTime.UnixMicro()
 }
 
+// Newer reports whether b should replace cur as a conversation's latest
+// briefing. The stores decide the latest by it, and agents keeping a copy
+// of the latest (the client's watch) must too.
+func Newer(b, cur *briefd.Briefing) bool { return newer(b, cur) }
+
 // newer reports whether b should replace cur as the latest briefing: a
 // newer snapshot wins; for briefings of no snapshot, a higher Position.
 // (Equal keys are the callers' tie rules.)

@@ -28,8 +28,8 @@ type kvTenant struct {
 }
 
 // Watch subscribes to the conversation's latest briefing. The channel first
-// delivers the current latest, if any, then each newer one, with strictly
-// increasing Positions; a slow reader gets the newest and skips the rest. It
+// delivers the current latest, if any, then each newer one (see Newer); a
+// slow reader gets the newest and skips the rest. It
 // is closed when ctx ends. The watches of one tenant share one bucket
 // watcher, which survives reconnects and resumes where it left off.
 func (s *KVStore) Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error) {

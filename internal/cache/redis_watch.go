@@ -45,8 +45,8 @@ type redisChan struct {
 }
 
 // Watch subscribes to the conversation's latest briefing. The channel first
-// delivers the current latest, if any, then each newer one, with strictly
-// increasing Positions; a slow reader gets the newest and skips the rest. It
+// delivers the current latest, if any, then each newer one (see Newer); a
+// slow reader gets the newest and skips the rest. It
 // is closed when ctx ends. Watch returns once the subscription is active, so
 // no Put that returns after Watch is missed; with Redis unreachable it
 // returns the error. All watches of a store share one Pub/Sub connection;
