@@ -77,18 +77,26 @@ func (p *Publisher) RefreshLimits(ctx context.Context) error {
 	return nil
 }
 
+// syncLimitsTimeout bounds a read of the limits that a publish waits for:
+// one round trip to a connected server.
+const syncLimitsTimeout = 2 * time.Second
+
 // maybeRefreshLimits re-reads the limits when the last read is older than
-// Config.LimitsRefresh: in the background, or before returning (bounded by
-// ctx and Config.AckTimeout) when wait is set. A failed read keeps the
-// last known limits.
+// Config.LimitsRefresh: in the background, or, when wait is set and the
+// connection is up, before returning (bounded by ctx and 2 seconds, so a
+// publish never waits long). A failed read keeps the last known limits.
 func (p *Publisher) maybeRefreshLimits(ctx context.Context, wait bool) {
 	if time.Since(time.Unix(0, p.lastRefresh.Load())) < p.cfg.LimitsRefresh || !p.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	p.lastRefresh.Store(time.Now().UnixNano())
+	timeout := p.cfg.AckTimeout
+	if wait = wait && p.js.Conn().IsConnected(); wait {
+		timeout = min(timeout, syncLimitsTimeout)
+	}
 	read := func(ctx context.Context) {
 		defer p.refreshing.Store(false)
-		ctx, cancel := context.WithTimeout(ctx, p.cfg.AckTimeout)
+		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		if err := p.RefreshLimits(ctx); err != nil {
 			p.cfg.Logger.Warn("queue: cannot read the stream limits; keeping the last known", "max_age", p.Limits().MaxAge, "err", err)
