@@ -40,17 +40,22 @@ const (
 	DefaultBuffer = 1024
 	// DefaultAckTimeout bounds the wait for one snapshot's acks.
 	DefaultAckTimeout = 30 * time.Second
-	// DefaultSetupTimeout bounds the work New does on the network (opening
-	// the key-value bucket).
+	// DefaultSetupTimeout bounds the work New does on the network (reading
+	// the streams' limits, opening the key-value bucket).
 	DefaultSetupTimeout = 10 * time.Second
 )
 
 var (
 	// ErrBufferFull is returned by Publish when DefaultBuffer (or the
-	// WithBuffer size) snapshots are still waiting for their acks: the
-	// snapshot is dropped rather than making the agent's turn wait. The
-	// next Publish of the conversation carries every message again, so
-	// dropping one snapshot loses nothing but that compaction chance.
+	// WithBuffer size) snapshots are still waiting for their acks and none
+	// of them is superseded: when the buffer is full, Publish first drops
+	// (stops waiting for) the oldest snapshot of the same conversation,
+	// which the new one supersedes, else the oldest snapshot of a
+	// conversation that has a newer one in the buffer, so the newest
+	// snapshot of a conversation is never the one dropped. Only a buffer
+	// holding the newest snapshots of as many conversations refuses: the
+	// snapshot is not sent rather than making the agent's turn wait. The
+	// next Publish of the conversation carries every message again.
 	ErrBufferFull = errors.New("client: publish buffer full")
 	// ErrNoBriefing is returned by Latest when the conversation has no
 	// briefing yet.
@@ -67,6 +72,9 @@ var (
 type store interface {
 	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
 	Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error)
+	// WatchErr is the error of the store's shared watch subscription
+	// while it is down, or nil.
+	WatchErr() error
 }
 
 // Option configures a Client in New.
@@ -108,11 +116,13 @@ func WithKVBucket(bucket string) Option { return func(o *options) { o.kvBucket =
 func WithPrefix(prefix string) Option { return func(o *options) { o.prefix = prefix } }
 
 // WithBuffer bounds how many published snapshots may wait for their acks
-// at once; beyond it Publish returns ErrBufferFull. Default 1024.
+// at once; beyond it Publish drops superseded snapshots, or returns
+// ErrBufferFull. Default 1024.
 func WithBuffer(n int) Option { return func(o *options) { o.buffer = n } }
 
-// WithAckTimeout bounds the wait for one snapshot's acks; a snapshot not
-// acked in time is reported as an error. Default 30s.
+// WithAckTimeout bounds the wait for the acks of one publish attempt of a
+// snapshot; a body or manifest not acked in time is re-sent (up to 3
+// times), then reported as an error. Default 30s.
 func WithAckTimeout(d time.Duration) Option { return func(o *options) { o.ackTimeout = d } }
 
 // WithLogger sets the logger of the client and its publisher. Default
@@ -120,9 +130,10 @@ func WithAckTimeout(d time.Duration) Option { return func(o *options) { o.ackTim
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
 // WithErrorHandler sets a function called with every error of an
-// asynchronous publish (a failed or timed-out ack). It is called from the
-// client's ack goroutine, one error at a time, and must not block long.
-// Errors also reach [Client.Err] and [Client.Flush].
+// asynchronous publish (a snapshot not stored after its re-sends). It is
+// called from the goroutine that owns the snapshot's acks, one error at a
+// time, and must not block long. Errors also reach [Client.Err] and
+// [Client.Flush].
 func WithErrorHandler(f func(error)) Option { return func(o *options) { o.onError = f } }
 
 // WithModel sets the model named in every snapshot; workers pick the token
@@ -135,41 +146,63 @@ func WithContextWindow(n int) Option { return func(o *options) { o.contextWindow
 
 // WithWatch makes the client keep each conversation's latest briefing in
 // memory, fed by a watch on the store started at the conversation's first
-// Publish or Prepare, so that Prepare needs no round trip. Each watched
-// conversation holds one subscription until Forget or Close.
+// Publish or Prepare, so that Prepare needs no round trip while the
+// watch is live. All watched conversations of a client share one
+// subscription (one Redis connection, or one bucket consumer); a
+// conversation is watched until Forget or Close.
 func WithWatch() Option { return func(o *options) { o.watch = true } }
 
 // Client publishes snapshots and reads briefings for one tenant. All its
 // methods are safe for concurrent use; publishes of one conversation are
 // serialized in call order.
 type Client struct {
-	tenant     string
-	pub        *queue.Publisher
-	store      store
-	opts       []queue.PublishOption
-	ackTimeout time.Duration
-	log        *slog.Logger
-	onError    func(error)
-	watch      bool
+	tenant  string
+	pub     *queue.Publisher
+	store   store
+	opts    []queue.PublishOption
+	log     *slog.Logger
+	onError func(error)
+	watch   bool
+	buffer  int
 
-	slots  chan struct{}  // one token per snapshot waiting for acks
-	acks   chan *inflight // the ack goroutine's queue
-	ctx    context.Context
+	ctx    context.Context // the watches'
 	cancel context.CancelFunc
-	done   chan struct{}  // closed when the ack goroutine exits
 	wg     sync.WaitGroup // the watch goroutines, waited for by Close
+
+	reportMu sync.Mutex // one error handler call at a time
 
 	mu       sync.Mutex
 	closed   bool
-	inflight int
-	idle     chan struct{} // closed when inflight drops to 0
-	err      error         // first async error since the last Flush
+	inflight int                    // buffer slots in use
+	byConv   map[string][]*inflight // in-flight snapshots, oldest first
+	idle     chan struct{}          // closed when inflight drops to 0
+	err      error                  // first async error since the last Flush
+	stats    Stats
 	watches  map[string]*watched
 }
 
+// inflight is a snapshot holding a buffer slot.
 type inflight struct {
-	conv string
-	pend *queue.Pending
+	conv    string
+	dropped bool // superseded: its slot was given to a newer snapshot
+}
+
+// Stats counts what became of the snapshots handed to Publish.
+type Stats struct {
+	// Pending snapshots are waiting for their acks.
+	Pending int
+	// Stored snapshots were acked, with every body they name.
+	Stored uint64
+	// Failed snapshots were not stored after re-sends; each was reported
+	// to the error handler, Err and Flush.
+	Failed uint64
+	// Superseded snapshots were dropped from a full buffer for a newer
+	// snapshot of their conversation (their acks are no longer awaited),
+	// or were not stored and not re-sent because a newer one had been
+	// published: the newer snapshot carries every message.
+	Superseded uint64
+	// Refused snapshots got ErrBufferFull.
+	Refused uint64
 }
 
 type watched struct {
@@ -177,6 +210,7 @@ type watched struct {
 	ready  chan struct{} // closed after the store's first answer
 	mu     sync.Mutex
 	latest *briefd.Briefing
+	err    error // why the watch could not start (set before ready closes)
 }
 
 // New returns a client publishing on nc, which the caller keeps owning and
@@ -212,16 +246,24 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
 	c := &Client{
-		tenant:     o.tenant,
-		pub:        queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger}),
-		ackTimeout: o.ackTimeout,
-		log:        o.logger,
-		onError:    o.onError,
-		watch:      o.watch,
-		slots:      make(chan struct{}, o.buffer),
-		acks:       make(chan *inflight, o.buffer),
-		done:       make(chan struct{}),
-		watches:    map[string]*watched{},
+		tenant:  o.tenant,
+		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
+		log:     o.logger,
+		onError: o.onError,
+		watch:   o.watch,
+		buffer:  o.buffer,
+		byConv:  map[string][]*inflight{},
+		watches: map[string]*watched{},
+	}
+	// Read the streams' MaxAge and message size now, so that even the
+	// first snapshots follow the workers' configuration; the publisher
+	// re-reads them every minute. The streams may not exist yet (workers
+	// create them): the publisher keeps trying.
+	ctx, cancel := context.WithTimeout(context.Background(), DefaultSetupTimeout)
+	err = c.pub.RefreshLimits(ctx)
+	cancel()
+	if err != nil {
+		o.logger.Warn("briefd client: cannot read the stream limits yet; retrying in the background", "err", err)
 	}
 	if o.model != "" {
 		c.opts = append(c.opts, queue.WithModel(o.model))
@@ -241,7 +283,6 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		c.store = kv
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	go c.ackLoop()
 	return c, nil
 }
 
@@ -254,16 +295,16 @@ func (c *Client) Tenant() string { return c.tenant }
 // are marshalled and sent. Publish keeps no reference to history's slice:
 // the agent may append to it, edit, drop or reorder messages as soon as
 // Publish returns (a snapshot names its ordered list of message ids, so the
-// next snapshot describes the change; an edited message is re-sent). The
-// first Publish of a conversation in a process makes one round trip, bounded
-// by ctx, to continue the conversation's snapshot numbering.
+// next snapshot describes the change; an edited message is re-sent).
 //
 // Publish checks only what is cheap: conv is a valid id and history is not
 // empty; the workers validate the conversation and reject a bad one to the
-// audit stream. It returns ErrInvalidID, ErrBufferFull (nothing sent; the
-// agent's turn is never blocked, see ErrBufferFull), ErrClosed, or an error
-// from the publisher (a message over the body limit, a closed connection).
-// Errors of the acks come later through the error handler, Err and Flush.
+// audit stream. When the buffer is full it drops a superseded snapshot
+// (see ErrBufferFull). It returns ErrInvalidID, ErrBufferFull (nothing
+// sent; the agent's turn is never blocked), ErrClosed, or an error from
+// the publisher (a message over the body limit, a closed connection).
+// Errors of the acks come later, after re-sends, through the error
+// handler, Err and Flush.
 func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Message) error {
 	if !queue.ValidToken(conv) {
 		return fmt.Errorf("client: conversation %q: %w", conv, ErrInvalidID)
@@ -271,21 +312,22 @@ func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Mess
 	if len(history) == 0 {
 		return fmt.Errorf("client: publish %s: empty history", conv)
 	}
-	select {
-	case c.slots <- struct{}{}:
-	default:
-		return fmt.Errorf("client: publish %s: %w", conv, ErrBufferFull)
-	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		<-c.slots
 		return ErrClosed
+	}
+	if c.inflight >= c.buffer && !c.dropSupersededLocked(conv) {
+		c.stats.Refused++
+		c.mu.Unlock()
+		return fmt.Errorf("client: publish %s: %w", conv, ErrBufferFull)
 	}
 	if c.inflight == 0 {
 		c.idle = make(chan struct{})
 	}
 	c.inflight++
+	in := &inflight{conv: conv}
+	c.byConv[conv] = append(c.byConv[conv], in)
 	c.mu.Unlock()
 	if c.watch {
 		c.ensureWatch(conv)
@@ -293,54 +335,104 @@ func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Mess
 
 	pend, err := c.pub.PublishAsync(ctx, c.tenant, conv, history, c.opts...)
 	if err != nil {
-		c.settle()
+		c.release(in, nil)
 		return fmt.Errorf("client: publish %s: %w", conv, err)
 	}
-	c.acks <- &inflight{conv: conv, pend: pend} // never blocks: a slot is held
+	// The goroutine that owns the snapshot's acks calls back once it is
+	// settled (re-sends included).
+	pend.OnDone(func(_ queue.PublishResult, err error) {
+		if err != nil {
+			err = fmt.Errorf("client: publish %s: %w", conv, err)
+		}
+		c.release(in, err)
+	})
 	return nil
 }
 
-// ackLoop waits for the acks of each published snapshot in publish order
-// and releases its buffer slot.
-func (c *Client) ackLoop() {
-	defer close(c.done)
-	for {
-		var in *inflight
-		select {
-		case in = <-c.acks:
-		case <-c.ctx.Done():
-			return
+// dropSupersededLocked frees a buffer slot for a snapshot of conv: the
+// oldest in-flight snapshot of conv, which the new one supersedes, else
+// the oldest of a conversation with a newer one in flight. It reports
+// false when every snapshot in the buffer is its conversation's newest.
+// The caller holds c.mu.
+func (c *Client) dropSupersededLocked(conv string) bool {
+	victim := ""
+	if len(c.byConv[conv]) > 0 {
+		victim = conv
+	} else {
+		for k, ins := range c.byConv {
+			if len(ins) > 1 {
+				victim = k
+				break
+			}
 		}
-		ctx, cancel := context.WithTimeout(c.ctx, c.ackTimeout)
-		_, err := in.pend.Wait(ctx)
-		cancel()
-		if err != nil {
-			c.report(fmt.Errorf("client: publish %s: %w", in.conv, err))
+	}
+	if victim == "" {
+		return false
+	}
+	in := c.byConv[victim][0]
+	c.removeLocked(in)
+	in.dropped = true
+	c.inflight--
+	c.stats.Superseded++
+	return true
+}
+
+func (c *Client) removeLocked(in *inflight) {
+	ins := c.byConv[in.conv]
+	for i, x := range ins {
+		if x == in {
+			ins = append(ins[:i:i], ins[i+1:]...)
+			break
 		}
-		c.settle()
+	}
+	if len(ins) == 0 {
+		delete(c.byConv, in.conv)
+	} else {
+		c.byConv[in.conv] = ins
 	}
 }
 
-// settle releases one in-flight snapshot.
-func (c *Client) settle() {
-	<-c.slots
+// release settles one snapshot: it frees its slot unless a newer
+// snapshot took it, and reports err.
+func (c *Client) release(in *inflight, err error) {
 	c.mu.Lock()
+	if in.dropped {
+		c.mu.Unlock()
+		if err != nil {
+			// The newer snapshot carries every message; its own outcome is
+			// what the agent hears about.
+			c.log.Debug("briefd client: superseded snapshot failed", "tenant", c.tenant, "err", err)
+		}
+		return
+	}
+	c.removeLocked(in)
 	c.inflight--
 	if c.inflight == 0 {
 		close(c.idle)
 	}
-	c.mu.Unlock()
-}
-
-func (c *Client) report(err error) {
-	c.mu.Lock()
-	if c.err == nil {
-		c.err = err
+	if errors.Is(err, queue.ErrSuperseded) {
+		// Not stored, but a newer snapshot of the conversation, which
+		// names every message, was published after it.
+		c.stats.Superseded++
+		c.mu.Unlock()
+		return
+	}
+	if err != nil {
+		c.stats.Failed++
+		if c.err == nil {
+			c.err = err
+		}
+	} else {
+		c.stats.Stored++
 	}
 	c.mu.Unlock()
-	c.log.Warn("briefd client: async publish failed", "tenant", c.tenant, "err", err)
-	if c.onError != nil {
-		c.onError(err)
+	if err != nil {
+		c.log.Warn("briefd client: async publish failed", "tenant", c.tenant, "err", err)
+		if c.onError != nil {
+			c.reportMu.Lock()
+			c.onError(err)
+			c.reportMu.Unlock()
+		}
 	}
 }
 
@@ -357,6 +449,15 @@ func (c *Client) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.inflight
+}
+
+// Stats returns what became of the snapshots handed to Publish so far.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats
+	st.Pending = c.inflight
+	return st
 }
 
 // Flush waits until every snapshot published so far is acked or failed,
@@ -402,7 +503,7 @@ func (c *Client) Latest(ctx context.Context, conv string) (*briefd.Briefing, err
 }
 
 // Watch returns a channel that delivers the conversation's current latest
-// briefing, if any, then each newer one (strictly increasing Position; a
+// briefing, if any, then each newer one (the briefing of a newer snapshot; a
 // slow reader skips to the newest). It is closed when ctx ends. Errors:
 // ErrInvalidID, ErrClosed, or a wrapped store error.
 func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefing, error) {
@@ -428,9 +529,12 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 //
 // With WithWatch, Prepare reads the briefing kept in memory by the
 // conversation's watch (started on first use; that first call waits for
-// the store's first answer), so a turn costs no round trip. Without it,
-// Prepare calls Latest. Errors: ErrInvalidID, ErrClosed, a store error, or
-// a splice error (the history is invalid); history is returned with them.
+// the store's first answer), so a turn costs no round trip. While the
+// watch's subscription is down (Redis or NATS unreachable), and without
+// WithWatch, Prepare calls Latest: an unreachable store is an error either
+// way, never a silent "no briefing". Errors: ErrInvalidID, ErrClosed, a
+// store error, or a splice error (the history is invalid); history is
+// returned with them.
 func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
 	var b *briefd.Briefing
 	if c.watch {
@@ -447,8 +551,23 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 			return history, nil, fmt.Errorf("client: prepare %s: %w", conv, ctx.Err())
 		}
 		w.mu.Lock()
-		b = w.latest
+		b, err = w.latest, w.err
 		w.mu.Unlock()
+		if err != nil {
+			return history, nil, fmt.Errorf("client: prepare %s: %w", conv, err)
+		}
+		if err := c.store.WatchErr(); err != nil {
+			// Briefings stored while the subscription is down are not
+			// seen: ask the store, as without a watch.
+			lb, err := c.Latest(ctx, conv)
+			switch {
+			case errors.Is(err, ErrNoBriefing):
+			case err != nil:
+				return history, nil, err
+			default:
+				b = w.offer(lb)
+			}
+		}
 	} else {
 		var err error
 		b, err = c.Latest(ctx, conv)
@@ -498,18 +617,28 @@ func (c *Client) ensureWatch(conv string) (*watched, error) {
 
 	go func() {
 		// The first Latest fills the copy at once; the watch then keeps
-		// it fresh. Both only move forward.
+		// it fresh. Both only move forward. A store that cannot be reached
+		// fails the Prepare calls waiting for this first answer, and the
+		// next call tries again.
 		defer c.wg.Done()
 		defer cancel()
 		ch, err := c.store.Watch(ctx, c.tenant, conv)
+		if err == nil {
+			var b *briefd.Briefing
+			if b, err = c.store.Latest(ctx, c.tenant, conv); err == nil {
+				w.offer(b)
+			} else if errors.Is(err, cache.ErrNotFound) {
+				err = nil
+			}
+		}
 		if err != nil {
-			c.log.Warn("briefd client: watch failed; Prepare falls back to nothing", "conversation", conv, "err", err)
+			c.log.Warn("briefd client: watch failed", "tenant", c.tenant, "conversation", conv, "err", err)
+			w.mu.Lock()
+			w.err = err
+			w.mu.Unlock()
 			close(w.ready)
 			c.forget(conv, w)
 			return
-		}
-		if b, err := c.store.Latest(ctx, c.tenant, conv); err == nil {
-			w.offer(b)
 		}
 		close(w.ready)
 		for b := range ch {
@@ -520,12 +649,15 @@ func (c *Client) ensureWatch(conv string) (*watched, error) {
 	return w, nil
 }
 
-func (w *watched) offer(b *briefd.Briefing) {
+// offer keeps b if it is newer than the kept briefing, and returns the
+// kept one.
+func (w *watched) offer(b *briefd.Briefing) *briefd.Briefing {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.latest == nil || b.Position > w.latest.Position {
+	if w.latest == nil || cache.Newer(b, w.latest) {
 		w.latest = b
 	}
+	return w.latest
 }
 
 func (c *Client) forget(conv string, w *watched) {
@@ -554,8 +686,8 @@ func (c *Client) isClosed() bool {
 	return c.closed
 }
 
-// Close flushes pending publishes (waiting up to ctx), stops the watches
-// and the ack goroutine, and returns Flush's error. The NATS connection
+// Close flushes pending publishes (waiting up to ctx), stops the watches,
+// and returns Flush's error. The NATS connection
 // and Redis client stay open: the caller owns them. Calls after the first
 // return nil.
 func (c *Client) Close(ctx context.Context) error {
@@ -568,7 +700,6 @@ func (c *Client) Close(ctx context.Context) error {
 	c.mu.Unlock()
 	err := c.Flush(ctx)
 	c.cancel()
-	<-c.done
 	c.wg.Wait() // watches end with c.ctx
 	return err
 }

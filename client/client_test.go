@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,9 +114,11 @@ func TestPublishInvalid(t *testing.T) {
 }
 
 // TestBufferFull replaces the streams by a plain subscriber that holds the
-// publishes unanswered: the second snapshot finds the one-slot buffer full
-// and Publish returns at once; once the held publishes are acked, Flush
-// returns and the buffer is free again.
+// publishes unanswered: with a one-slot buffer, a snapshot of another
+// conversation finds the buffer full and Publish returns at once, while a
+// newer snapshot of the same conversation takes the slot of the one it
+// supersedes. Once the held publishes are acked, Flush returns and the
+// buffer is free again.
 func TestBufferFull(t *testing.T) {
 	b := setup(t)
 	c := newClient(t, b.nc, client.WithBuffer(1))
@@ -143,11 +147,18 @@ func TestBufferFull(t *testing.T) {
 	if err := c.Publish(t.Context(), "conv", h[:6]); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Publish(t.Context(), "conv", h); !errors.Is(err, client.ErrBufferFull) {
-		t.Fatalf("Publish with a full buffer = %v, want ErrBufferFull", err)
+	if err := c.Publish(t.Context(), "other", h[:2]); !errors.Is(err, client.ErrBufferFull) {
+		t.Fatalf("Publish of another conversation with a full buffer = %v, want ErrBufferFull", err)
 	}
-	// Two bodies and one manifest are held; ack them as a stream would.
-	for range 3 {
+	if err := c.Publish(t.Context(), "conv", h); err != nil {
+		t.Fatalf("Publish of a newer snapshot with a full buffer = %v, want it to replace the older one", err)
+	}
+	if st := c.Stats(); st.Pending != 1 || st.Superseded != 1 || st.Refused != 1 {
+		t.Fatalf("stats %+v, want 1 pending, 1 superseded, 1 refused", st)
+	}
+	// Held: two bodies and a manifest, then two bodies and a manifest;
+	// ack them as a stream would.
+	for range 6 {
 		select {
 		case m := <-held:
 			if err := m.Respond([]byte(`{"stream":"HELD","seq":7}`)); err != nil {
@@ -162,6 +173,87 @@ func TestBufferFull(t *testing.T) {
 	}
 	if c.Pending() != 0 {
 		t.Fatalf("pending %d after Flush", c.Pending())
+	}
+}
+
+// TestBufferKeepsNewest (issue 10, F6): NATS is down while two agents
+// publish ten turns each into a four-slot buffer. Superseded snapshots
+// make room; the newest snapshot of each conversation is never refused,
+// and once NATS is back it is stored and resolves to the whole history.
+func TestBufferKeepsNewest(t *testing.T) {
+	b := setup(t)
+	c := newClient(t, b.nc, client.WithBuffer(4))
+	h := conversation(12)
+	convs := []string{"agent-a", "agent-b"}
+	for _, conv := range convs {
+		if err := c.Publish(t.Context(), conv, h[:4]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b.srv.Shutdown()
+	for k := 6; k <= len(h); k += 2 {
+		for _, conv := range convs {
+			if err := c.Publish(t.Context(), conv, h[:k]); err != nil {
+				t.Fatalf("Publish of %s, %d messages, during the outage: %v", conv, k, err)
+			}
+		}
+	}
+	time.Sleep(time.Second) // the outage
+	b.srv.Restart(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := c.Flush(ctx); err != nil {
+		t.Fatalf("Flush after the outage: %v", err)
+	}
+	if st := c.Stats(); st.Superseded == 0 || st.Refused != 0 {
+		t.Errorf("stats %+v, want superseded snapshots dropped and none refused", st)
+	}
+	for _, conv := range convs {
+		s, err := queue.LoadSnapshot(t.Context(), b.js, queue.Config{}, client.DefaultTenant, conv, 0)
+		if err != nil {
+			t.Fatalf("%s: newest snapshot: %v", conv, err)
+		}
+		if len(s.Messages) != len(h) {
+			t.Fatalf("%s: newest stored snapshot has %d messages, want %d", conv, len(s.Messages), len(h))
+		}
+	}
+}
+
+// TestShortMaxAge (issue 10, D2): the workers run the streams at a MaxAge
+// of 1s; the client, given nothing, reads it. After a pause longer than
+// MaxAge the next snapshot resolves.
+func TestShortMaxAge(t *testing.T) {
+	srv := natstest.Start(t)
+	nc, js := srv.Connect(t)
+	if err := queue.EnsureStreams(t.Context(), js, queue.Config{MaxAge: time.Second, DuplicateWindow: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, nc, client.WithKV())
+	h := conversation(4)
+	for k := 4; k <= 8; k += 2 {
+		if err := c.Publish(t.Context(), "conv", h[:k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // longer than MaxAge
+	if err := c.Publish(t.Context(), "conv", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := queue.LoadSnapshot(t.Context(), js, queue.Config{}, client.DefaultTenant, "conv", 0)
+	if err != nil {
+		t.Fatalf("snapshot after the pause: %v", err)
+	}
+	if len(s.Messages) != len(h) {
+		t.Fatalf("snapshot after the pause has %d messages, want %d", len(s.Messages), len(h))
 	}
 }
 
@@ -339,4 +431,183 @@ func TestWatch(t *testing.T) {
 	cancel()
 	for range ch { // closed once ctx ends
 	}
+}
+
+// briefingFor is a briefing of conversation(6) at boundary a2.
+func briefingFor(tenant, conv string, pos int64) *briefd.Briefing {
+	return &briefd.Briefing{Tenant: tenant, ConversationID: conv, BoundaryID: "a2", Position: pos, Text: "brief " + conv}
+}
+
+// TestPrepareWatchStoreDown (issue 10, D4): with WithWatch, Prepare
+// returns the store's error when Redis is down, as the plain client does:
+// when it is down before the conversation's first Prepare, and when it
+// goes down while the conversation is watched. Once Redis is back,
+// Prepare splices again.
+func TestPrepareWatchStoreDown(t *testing.T) {
+	for _, when := range []string{"before the first Prepare", "while watched"} {
+		t.Run(when, func(t *testing.T) {
+			b := setup(t)
+			srv := redistest.Start(t)
+			rdb := srv.Client(t)
+			store := cache.NewRedisStore(rdb, cache.RedisConfig{})
+			c := newClient(t, b.nc, client.WithRedis(rdb), client.WithWatch(), client.WithTenant("t1"))
+			h := conversation(6)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+
+			if when == "while watched" {
+				if _, err := store.Put(ctx, briefingFor("t1", "conv", 6)); err != nil {
+					t.Fatal(err)
+				}
+				if _, br, err := c.Prepare(ctx, "conv", h); err != nil || br == nil {
+					t.Fatalf("Prepare = %v, %v; want the briefing", br, err)
+				}
+			}
+			srv.Kill()
+			// The watch notices the outage asynchronously.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				_, br, err := c.Prepare(ctx, "conv", h)
+				if err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("Prepare with Redis down = nil error (briefing %v), want the store's error", br != nil)
+				}
+				time.Sleep(10 * time.Millisecond) // polling external state
+			}
+
+			srv.Start(t) // empty
+			if _, err := store.Put(ctx, briefingFor("t1", "conv", 7)); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				_, br, err := c.Prepare(ctx, "conv", h)
+				if err == nil && br != nil && br.Position == 7 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("no splice after Redis came back: %v", err)
+				}
+				time.Sleep(10 * time.Millisecond) // polling external state
+			}
+		})
+	}
+}
+
+// TestWatchSharesOneConnection (issue 10, D4): a client watching 200
+// conversations holds one Redis Pub/Sub connection (it held one each),
+// and each conversation still gets its own briefings.
+func TestWatchSharesOneConnection(t *testing.T) {
+	b := setup(t)
+	rdb := redistest.Start(t).Client(t)
+	store := cache.NewRedisStore(rdb, cache.RedisConfig{})
+	c := newClient(t, b.nc, client.WithRedis(rdb), client.WithWatch(), client.WithTenant("t1"))
+	h := conversation(6)
+	const n = 200
+	for i := range n {
+		if _, _, err := c.Prepare(t.Context(), fmt.Sprintf("c%d", i), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := rdb.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscribers, channels := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "sub="); ok && v != "0" {
+				subscribers++
+				k, _ := strconv.Atoi(v)
+				channels += k
+			}
+		}
+	}
+	if subscribers != 1 || channels != n {
+		t.Fatalf("%d Redis connections subscribed to %d channels for %d watched conversations, want 1 to %d", subscribers, channels, n, n)
+	}
+	for _, i := range []int{0, 57, 199} {
+		conv := fmt.Sprintf("c%d", i)
+		if _, err := store.Put(t.Context(), briefingFor("t1", conv, int64(6+i))); err != nil {
+			t.Fatal(err)
+		}
+		waitBriefing(t, c, conv, h, int64(6+i))
+	}
+}
+
+// TestWatchSharesOneConsumer (issue 10, D4): with the key-value store, 200
+// watched conversations share one bucket consumer (they had one each).
+func TestWatchSharesOneConsumer(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithWatch(), client.WithTenant("t1"))
+	h := conversation(6)
+	const n = 200
+	for i := range n {
+		if _, _, err := c.Prepare(t.Context(), fmt.Sprintf("c%d", i), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := b.js.Stream(t.Context(), "KV_"+cache.DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().State.Consumers; got != 1 {
+		t.Fatalf("%d consumers on the bucket for %d watched conversations, want 1", got, n)
+	}
+	for _, i := range []int{0, 57, 199} {
+		conv := fmt.Sprintf("c%d", i)
+		if _, err := store.Put(t.Context(), briefingFor("t1", conv, int64(6+i))); err != nil {
+			t.Fatal(err)
+		}
+		waitBriefing(t, c, conv, h, int64(6+i))
+	}
+}
+
+// waitBriefing polls Prepare (the watch is asynchronous) until it splices
+// the briefing at position pos.
+func waitBriefing(t *testing.T, c *client.Client, conv string, h []briefd.Message, pos int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, br, err := c.Prepare(t.Context(), conv, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if br != nil && br.Position == pos {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no briefing at position %d within 10s (last %v)", conv, pos, br)
+		}
+		time.Sleep(5 * time.Millisecond) // polling external state
+	}
+}
+
+// TestWatchFollowsNewestSnapshot: the briefing kept by the watch follows
+// the stores' rule for the latest, the newest snapshot's, even when its
+// Position is lower (the history was undone, say).
+func TestWatchFollowsNewestSnapshot(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithWatch(), client.WithTenant("t1"))
+	h := conversation(6)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first := &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a4", Position: 10, SnapshotSeq: 7, SnapshotTime: at}
+	if _, err := store.Put(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	waitBriefing(t, c, "conv", h, 10)
+	undo := &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a2", Position: 6, SnapshotSeq: 8, SnapshotTime: at.Add(time.Second)}
+	if _, err := store.Put(t.Context(), undo); err != nil {
+		t.Fatal(err)
+	}
+	waitBriefing(t, c, "conv", h, 6)
 }

@@ -85,6 +85,36 @@ func ExampleClient_Publish() {
 	// published 3 snapshots; pending: 0
 }
 
+func ExampleClient_Stats() {
+	nc, stop := embeddedNATS()
+	defer stop()
+	ctx := context.Background()
+
+	c, err := client.New(nc, client.WithTenant("acme"), client.WithLogger(quiet))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close(ctx)
+
+	history := []briefd.Message{msg("m1", briefd.RoleSystem, "You are a helpful agent.")}
+	for turn := 1; turn <= 3; turn++ {
+		history = append(history, msg(fmt.Sprintf("u%d", turn), briefd.RoleUser, "Next step?"))
+		if err := c.Publish(ctx, "conv-1", history); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := c.Flush(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// Stored: acked with every body they name. A full buffer drops
+	// superseded snapshots first (Superseded) and refuses a conversation's
+	// newest only when every snapshot waiting is one (Refused).
+	st := c.Stats()
+	fmt.Printf("stored %d, superseded %d, refused %d, failed %d, pending %d\n", st.Stored, st.Superseded, st.Refused, st.Failed, st.Pending)
+	// Output:
+	// stored 3, superseded 0, refused 0, failed 0, pending 0
+}
+
 func ExampleClient_Latest() {
 	nc, stop := embeddedNATS()
 	defer stop()

@@ -167,7 +167,7 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 		c.agents, len(hs), src, total, map[bool]string{true: fmt.Sprintf("embedded system with %d workers", c.workers), false: "NATS at " + c.conn.natsURL}[c.embedded])
 
 	var (
-		published, dropped, failed atomic.Int64
+		published, refused, failed atomic.Int64
 		lmu                        sync.Mutex
 		lats                       = make([]time.Duration, 0, total)
 		firsts                     []time.Duration
@@ -181,7 +181,8 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 		bmu.Lock()
 		n := len(got)
 		bmu.Unlock()
-		return fmt.Sprintf("briefings %d  dropped %d  errors %d", n, dropped.Load(), failed.Load())
+		st := cl.Stats()
+		return fmt.Sprintf("briefings %d  superseded %d  errors %d", n, st.Superseded, refused.Load()+failed.Load()+int64(st.Failed))
 	})
 	var wg sync.WaitGroup
 	for _, a := range agents {
@@ -209,7 +210,12 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 				took := time.Since(t0)
 				switch {
 				case errors.Is(err, client.ErrBufferFull):
-					dropped.Add(1)
+					// The agent's newest snapshot was not sent: an error,
+					// unlike a superseded one the client dropped for it.
+					refused.Add(1)
+					errMu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					errMu.Unlock()
 				case err != nil:
 					failed.Add(1)
 					errMu.Lock()
@@ -237,8 +243,12 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 	fctx, cancel := context.WithTimeout(ctx, c.drain)
 	defer cancel()
 	if err := cl.Flush(fctx); err != nil {
-		failed.Add(1)
+		// An ack error is counted in the client's stats; snapshots still
+		// unacknowledged after --drain count as not stored.
 		firstErr = cmpErr(firstErr, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			failed.Add(int64(cl.Pending()))
+		}
 	}
 	if sys != nil {
 		if err := sys.waitIdle(fctx); err != nil {
@@ -286,7 +296,8 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 	q, qf, ql, qh := quantiles(lats), quantiles(firsts), quantiles(lo), quantiles(hi)
 	w := e.stdout
 	fmt.Fprintf(w, "agents               %d (%s), turns per agent per second %g\n", c.agents, map[bool]string{true: fmt.Sprintf("embedded, %d workers", c.workers), false: "remote"}[c.embedded], c.turnsPerSecond)
-	fmt.Fprintf(w, "snapshots published  %d of %d in %s (dropped on a full buffer %d, errors %d)\n", published.Load(), total, fmtDur(pubTime), dropped.Load(), failed.Load())
+	t := loadTally{published: published.Load(), total: total, refused: refused.Load(), failed: failed.Load() + int64(cl.Stats().Failed), superseded: int64(cl.Stats().Superseded)}
+	fmt.Fprintf(w, "snapshots published  %s in %s\n", t, fmtDur(pubTime))
 	fmt.Fprintf(w, "publish latency      p50 %s  p99 %s  max %s  (a conversation's first publish, which sends every body: p50 %s  p99 %s)\n",
 		fmtDur(q.p50), fmtDur(q.p99), fmtDur(q.max), fmtDur(qf.p50), fmtDur(qf.p99))
 	fmt.Fprintf(w, "throughput           %.0f snapshots/s published; %.1f briefings/s end to end (%s)\n",
@@ -294,11 +305,28 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 	fmt.Fprintf(w, "briefings produced   %d, for %d conversations\n", nb, countConvs(got, func(s seen) string { return s.a.conv }))
 	fmt.Fprintf(w, "publish→briefing     p50 %s  p99 %s  (from the newest publish holding the boundary; from the first: p50 %s  p99 %s)\n",
 		fmtDur(ql.p50), fmtDur(ql.p99), fmtDur(qh.p50), fmtDur(qh.p99))
-	if firstErr != nil {
+	if firstErr != nil || t.errors() > 0 {
 		fmt.Fprintf(w, "first error          %v\n", firstErr)
-		return fmt.Errorf("%d publish errors", failed.Load())
+		return fmt.Errorf("%d publish errors", t.errors())
 	}
 	return nil
+}
+
+// loadTally is what became of the turns a load published.
+type loadTally struct {
+	published, refused, failed, superseded int64 // refused: ErrBufferFull; failed: not stored
+	total                                  int
+}
+
+// errors counts the turns whose snapshot was lost: refused on a full
+// buffer (the client drops superseded snapshots first, so a refused one
+// was a conversation's newest) or not stored. Superseded snapshots are
+// not errors: a newer snapshot of the conversation carries them.
+func (t loadTally) errors() int64 { return t.refused + t.failed }
+
+func (t loadTally) String() string {
+	return fmt.Sprintf("%d of %d (superseded in the buffer %d; errors %d: refused on a full buffer %d, not stored %d)",
+		t.published, t.total, t.superseded, t.errors(), t.refused, t.failed)
 }
 
 func cmpErr(a, b error) error {

@@ -61,7 +61,7 @@ func TestLoadEmbedded(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("load exited %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"snapshots published  87 of 87", "publish latency", "briefings produced", "publish→briefing"} {
+	for _, want := range []string{"snapshots published  87 of 87 (superseded in the buffer 0; errors 0: refused on a full buffer 0, not stored 0)", "publish latency", "briefings produced", "publish→briefing"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("load summary lacks %q:\n%s", want, out)
 		}
@@ -207,6 +207,29 @@ func TestConvID(t *testing.T) {
 	for in, want := range map[string]string{"tau-bench-2": "tau-bench-2", "a.b c": "a-b-c", "": "conversation"} {
 		if got := convID(in); got != want {
 			t.Errorf("convID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestLoadTally (issue 10, F6): turns refused on a full buffer, and
+// snapshots not stored, are errors in load's summary and its exit status;
+// superseded snapshots are not.
+func TestLoadTally(t *testing.T) {
+	tests := []struct {
+		tally  loadTally
+		errors int64
+		want   string
+	}{
+		{loadTally{published: 87, total: 87, superseded: 5}, 0, "87 of 87 (superseded in the buffer 5; errors 0: refused on a full buffer 0, not stored 0)"},
+		{loadTally{published: 80, total: 87, refused: 7}, 7, "80 of 87 (superseded in the buffer 0; errors 7: refused on a full buffer 7, not stored 0)"},
+		{loadTally{published: 87, total: 87, failed: 2}, 2, "87 of 87 (superseded in the buffer 0; errors 2: refused on a full buffer 0, not stored 2)"},
+	}
+	for _, tt := range tests {
+		if got := tt.tally.errors(); got != tt.errors {
+			t.Errorf("%+v: errors %d, want %d", tt.tally, got, tt.errors)
+		}
+		if got := tt.tally.String(); got != tt.want {
+			t.Errorf("summary %q, want %q", got, tt.want)
 		}
 	}
 }

@@ -55,6 +55,11 @@ func order(b *briefd.Briefing) int64 {
 	return b.SnapshotTime.UnixMicro()
 }
 
+// Newer reports whether b should replace cur as a conversation's latest
+// briefing. The stores decide the latest by it, and agents keeping a copy
+// of the latest (the client's watch) must too.
+func Newer(b, cur *briefd.Briefing) bool { return newer(b, cur) }
+
 // newer reports whether b should replace cur as the latest briefing: a
 // newer snapshot wins; for briefings of no snapshot, a higher Position.
 // (Equal keys are the callers' tie rules.)
@@ -105,16 +110,11 @@ func (c *coalescer) offer(b *briefd.Briefing) {
 	c.pending = b
 }
 
-// sendOn returns out when a briefing is pending and nil otherwise, for use
-// as a select case: a nil channel never fires.
-func (c *coalescer) sendOn(out chan<- *briefd.Briefing) chan<- *briefd.Briefing {
-	if c.pending == nil {
-		return nil
+// markSent records that b, the pending briefing when it was taken, was
+// delivered; a newer one offered meanwhile stays pending.
+func (c *coalescer) markSent(b *briefd.Briefing) {
+	c.last = b
+	if c.pending != nil && !newer(c.pending, b) {
+		c.pending = nil
 	}
-	return out
-}
-
-// sent records that the pending briefing was delivered.
-func (c *coalescer) sent() {
-	c.last, c.pending = c.pending, nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/cache/cachetest"
 	"github.com/briefd/briefd/internal/natstest"
@@ -318,4 +320,153 @@ func TestRedisRetention(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("%d boundaries indexed, want 3", n)
 	}
+}
+
+// TestRedisWatchSharesOneConnection (issue 10, D4): a store's watches
+// share one Pub/Sub connection, which is closed when the last ends.
+func TestRedisWatchSharesOneConnection(t *testing.T) {
+	rdb := redistest.Start(t).Client(t)
+	s := cache.NewRedisStore(rdb, cache.RedisConfig{})
+	ctx, cancel := context.WithCancel(t.Context())
+	const n = 200
+	chans := make([]<-chan *briefd.Briefing, n)
+	for i := range n {
+		ch, err := s.Watch(ctx, "t", fmt.Sprintf("c%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans[i] = ch
+	}
+	if subs, channels := pubsubClients(t, rdb); subs != 1 || channels != n {
+		t.Fatalf("%d connections subscribed to %d channels for %d watches, want 1 to %d", subs, channels, n, n)
+	}
+	cancel()
+	for _, ch := range chans {
+		for range ch { // closed once ctx ends
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		subs, _ := pubsubClients(t, rdb)
+		if subs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribed connections left after every watch ended", subs)
+		}
+		time.Sleep(10 * time.Millisecond) // polling external state
+	}
+}
+
+// pubsubClients counts the connections subscribed to a channel, and
+// their channels, from CLIENT LIST.
+func pubsubClients(t *testing.T, rdb redis.UniversalClient) (subs, channels int) {
+	t.Helper()
+	list, err := rdb.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "sub="); ok && v != "0" {
+				k, _ := strconv.Atoi(v)
+				subs, channels = subs+1, channels+k
+			}
+		}
+	}
+	return subs, channels
+}
+
+// TestRedisWatchErr: WatchErr reports the shared connection's outage
+// while Redis is down and clears once the watches are re-subscribed; a
+// briefing stored meanwhile is delivered; a Watch with Redis down fails.
+func TestRedisWatchErr(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s := cache.NewRedisStore(rdb, cache.RedisConfig{})
+	ctx := t.Context()
+	ch, err := s.Watch(ctx, "t", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WatchErr(); err != nil {
+		t.Fatalf("WatchErr while live = %v", err)
+	}
+	srv.Kill()
+	waitFor(t, "WatchErr to report the outage", func() bool { return s.WatchErr() != nil })
+	if _, err := s.Watch(ctx, "t", "other"); err == nil {
+		t.Fatal("Watch with Redis down succeeded")
+	}
+	srv.Start(t)
+	if _, err := s.Put(ctx, briefing("t", "c", "m1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "WatchErr to clear", func() bool { return s.WatchErr() == nil })
+	select {
+	case b := <-ch:
+		if b.Position != 1 {
+			t.Fatalf("watched position %d, want 1", b.Position)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no briefing after Redis came back")
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling external state
+	}
+}
+
+// TestKVWatchSharesOneConsumer (issue 10, D4): a store's watches of one
+// tenant share one bucket consumer, stopped when the last ends.
+func TestKVWatchSharesOneConsumer(t *testing.T) {
+	js := newKV(t)
+	s, err := cache.NewKVStore(t.Context(), js, cache.KVConfig{Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumers := func() int {
+		st, err := js.Stream(t.Context(), "KV_"+cache.DefaultBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.CachedInfo().State.Consumers
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	const n = 200
+	chans := make([]<-chan *briefd.Briefing, n)
+	for i := range n {
+		ch, err := s.Watch(ctx, "t", fmt.Sprintf("c%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		chans[i] = ch
+	}
+	if got := consumers(); got != 1 {
+		t.Fatalf("%d consumers for %d watches of one tenant, want 1", got, n)
+	}
+	if _, err := s.Put(t.Context(), briefing("t", "c77", "m1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-chans[77]:
+		if b.ConversationID != "c77" {
+			t.Fatalf("watch of c77 delivered %s", b.ConversationID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no briefing on the watch of c77")
+	}
+	cancel()
+	for _, ch := range chans {
+		for range ch {
+		}
+	}
+	waitFor(t, "the consumer to go", func() bool { return consumers() == 0 })
 }

@@ -29,10 +29,13 @@
 // Latest and Get return [ErrNotFound] when there is nothing; errors of the
 // underlying client (redis.Nil, jetstream.ErrKeyNotFound) never leak.
 //
-// Watch delivers the current latest briefing, if any, then each newer one:
-// the Positions it delivers strictly increase. A slow reader skips
-// intermediate briefings rather than stalling anything: only the newest
-// undelivered briefing is kept for it.
+// Watch delivers the current latest briefing, if any, then each newer one,
+// by the rule that decides the latest ([Newer]): each briefing it delivers is
+// newer than the one before. A slow reader skips intermediate briefings
+// rather than stalling anything: only the newest undelivered briefing is kept
+// for it. All watches of a store share one subscription (one Redis Pub/Sub
+// connection; one bucket watcher per tenant), opened by the first and closed
+// with the last; WatchErr reports while it is down.
 //
 // Positions are compared as integers. On Redis they pass through Lua numbers
 // (doubles), so they must stay below 2^53, which no conversation reaches.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -40,7 +41,9 @@ func (c KVConfig) WithDefaults() KVConfig {
 // mode; see the package documentation for the key layout. It is safe for
 // concurrent use.
 type KVStore struct {
-	kv jetstream.KeyValue
+	kv    jetstream.KeyValue
+	nc    *nats.Conn
+	watch kvHub
 }
 
 // NewKVStore creates the bucket if it does not exist, or updates its
@@ -62,7 +65,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVS
 	if err != nil {
 		return nil, fmt.Errorf("cache: create key-value bucket %s: %w", cfg.Bucket, err)
 	}
-	return &KVStore{kv: kv}, nil
+	return &KVStore{kv: kv, nc: js.Conn()}, nil
 }
 
 // OpenKVStore returns the store on an existing bucket, creating it with
@@ -73,7 +76,7 @@ func OpenKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KV
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case err == nil:
-		return &KVStore{kv: kv}, nil
+		return &KVStore{kv: kv, nc: js.Conn()}, nil
 	case errors.Is(err, jetstream.ErrBucketNotFound):
 		return NewKVStore(ctx, js, cfg)
 	default:
@@ -196,42 +199,4 @@ func (s *KVStore) get(ctx context.Context, key, op, what string) (*briefd.Briefi
 		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
 	}
 	return b, nil
-}
-
-// Watch subscribes to the conversation's latest briefing. The channel first
-// delivers the current latest, if any, then each newer one, with strictly
-// increasing Positions; a slow reader gets the newest and skips the rest. It
-// is closed when ctx ends. The bucket's watcher survives reconnects.
-func (s *KVStore) Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error) {
-	w, err := s.kv.Watch(ctx, kvLatestKey(tenant, conv))
-	if err != nil {
-		return nil, fmt.Errorf("cache: watch %s: %w", ref(tenant, conv, ""), err)
-	}
-	out := make(chan *briefd.Briefing)
-	go func() {
-		defer close(out)
-		defer func() { _ = w.Stop() }()
-		var c coalescer
-		in := w.Updates()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case c.sendOn(out) <- c.pending:
-				c.sent()
-			case e, ok := <-in:
-				if !ok {
-					return
-				}
-				// A nil entry marks the end of the initial values.
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
-					continue
-				}
-				if b, err := decode(e.Value()); err == nil {
-					c.offer(b)
-				}
-			}
-		}
-	}()
-	return out, nil
 }

@@ -57,6 +57,7 @@ type RedisStore struct {
 	waitAOF       bool
 	waitReplicas  int
 	waitTimeout   time.Duration
+	watch         redisHub
 }
 
 // NewRedisStore returns a store using rdb, which the caller keeps owning and
@@ -233,60 +234,4 @@ func (s *RedisStore) result(data []byte, err error, op, what string) (*briefd.Br
 		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
 	}
 	return b, nil
-}
-
-// Watch subscribes to the conversation's latest briefing. The channel first
-// delivers the current latest, if any, then each newer one, with strictly
-// increasing Positions; a slow reader gets the newest and skips the rest. It
-// is closed when ctx ends. Watch returns once the subscription is active, so
-// no Put that returns after Watch is missed. If the connection drops, the
-// subscription is re-established and the latest is fetched again, so a
-// briefing stored during the outage is still delivered.
-func (s *RedisStore) Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error) {
-	k := s.keys(tenant, conv)
-	ps := s.rdb.Subscribe(ctx, k.events)
-	// The first reply confirms the subscription; reading it here makes the
-	// subscription active before Watch returns.
-	if _, err := ps.Receive(ctx); err != nil {
-		_ = ps.Close()
-		return nil, fmt.Errorf("cache: watch %s: subscribe: %w", ref(tenant, conv, ""), err)
-	}
-	out := make(chan *briefd.Briefing)
-	go func() {
-		defer close(out)
-		defer ps.Close()
-		var c coalescer
-		resync := func() {
-			if b, err := s.Latest(ctx, tenant, conv); err == nil {
-				c.offer(b)
-			}
-		}
-		resync()
-		// ChannelWithSubscriptions also reports the re-subscription after a
-		// reconnect, which is when messages may have been lost.
-		in := ps.ChannelWithSubscriptions()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case c.sendOn(out) <- c.pending:
-				c.sent()
-			case m, ok := <-in:
-				if !ok {
-					return
-				}
-				switch m := m.(type) {
-				case *redis.Message:
-					if b, err := decode([]byte(m.Payload)); err == nil {
-						c.offer(b)
-					}
-				case *redis.Subscription:
-					if m.Kind == "subscribe" {
-						resync()
-					}
-				}
-			}
-		}
-	}()
-	return out, nil
 }

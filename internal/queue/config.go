@@ -33,8 +33,11 @@ type Config struct {
 	// value of jetstream.StorageType).
 	Storage jetstream.StorageType
 	// MaxAge is how long bodies and snapshots are kept; it bounds replay.
-	// Default 7 days. A publisher re-sends a conversation's bodies once
-	// they are older than MaxAge/2, so live conversations never lose them.
+	// Default 7 days. A publisher re-sends a conversation's bodies, with a
+	// full manifest, once they are older than half the streams' MaxAge,
+	// so live conversations never lose them; it reads the streams' MaxAge
+	// from the server (see Publisher.RefreshLimits) and uses this value
+	// only until the first successful read.
 	MaxAge time.Duration
 	// DeadMaxAge is how long dead-letter records are kept. Default 30 days.
 	DeadMaxAge time.Duration
@@ -57,6 +60,26 @@ type Config struct {
 	// A forgotten conversation's next snapshot re-sends its bodies and a
 	// full manifest. Default 4096.
 	Conversations int
+	// AckTimeout bounds the wait for the acks of one publish attempt of a
+	// snapshot (its bodies and manifest); a missing ack then counts as a
+	// failed publish. Default 30s. Give the JetStream context the same
+	// bound (jetstream.WithPublishAsyncTimeout) so that nats.go forgets a
+	// lost ack too; the client does.
+	AckTimeout time.Duration
+	// PublishRetries is how many times a publisher re-sends a body or a
+	// manifest whose publish failed (an error ack, a lost ack, a
+	// disconnect) before it reports the snapshot failed. Bodies still
+	// missing after that are re-sent with the conversation's next
+	// snapshot. Default 3; negative: no re-sends.
+	PublishRetries int
+	// PublishRetryWait is the wait before the first re-send; later waits
+	// grow exponentially (with jitter) up to 8 times it. Default 250ms.
+	PublishRetryWait time.Duration
+	// LimitsRefresh is how often a publisher re-reads the streams' MaxAge
+	// and the body stream's maximum message size (the server's
+	// max_payload is read from the connection at every publish). Default
+	// 1 minute.
+	LimitsRefresh time.Duration
 
 	// Consumer is the durable pull consumer shared by all workers.
 	// Default "briefd-workers".
@@ -130,6 +153,10 @@ const (
 	DefaultMaxBodyBytes   = 16 << 20
 	DefaultFullEvery      = 64
 	DefaultConversations  = 4096
+	DefaultAckTimeout     = 30 * time.Second
+	DefaultPublishRetries = 3
+	DefaultRetryWait      = 250 * time.Millisecond
+	DefaultLimitsRefresh  = time.Minute
 	DefaultConsumer       = "briefd-workers"
 	DefaultAckWait        = 30 * time.Second
 	DefaultMaxDeliver     = 5
@@ -156,6 +183,10 @@ func (c Config) WithDefaults() Config {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes)
 	c.FullEvery = cmp.Or(c.FullEvery, DefaultFullEvery)
 	c.Conversations = cmp.Or(c.Conversations, DefaultConversations)
+	c.AckTimeout = cmp.Or(c.AckTimeout, DefaultAckTimeout)
+	c.PublishRetries = cmp.Or(c.PublishRetries, DefaultPublishRetries)
+	c.PublishRetryWait = cmp.Or(c.PublishRetryWait, DefaultRetryWait)
+	c.LimitsRefresh = cmp.Or(c.LimitsRefresh, DefaultLimitsRefresh)
 	c.Consumer = cmp.Or(c.Consumer, DefaultConsumer)
 	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)
 	c.MaxDeliver = cmp.Or(c.MaxDeliver, DefaultMaxDeliver)
@@ -208,6 +239,8 @@ func (c Config) Validate() error {
 		{"Replicas", int64(c.Replicas)}, {"DeadReplicas", int64(c.DeadReplicas)}, {"MaxAge", int64(c.MaxAge)}, {"DeadMaxAge", int64(c.DeadMaxAge)},
 		{"DuplicateWindow", int64(c.DuplicateWindow)}, {"MaxBodyBytes", int64(c.MaxBodyBytes)},
 		{"FullEvery", int64(c.FullEvery)}, {"Conversations", int64(c.Conversations)},
+		{"AckTimeout", int64(c.AckTimeout)}, {"PublishRetryWait", int64(c.PublishRetryWait)},
+		{"LimitsRefresh", int64(c.LimitsRefresh)},
 		{"AckWait", int64(c.AckWait)}, {"MaxDeliver", int64(c.MaxDeliver)}, {"MaxAckPending", int64(c.MaxAckPending)},
 		{"Concurrency", int64(c.Concurrency)}, {"ResolvedCache", int64(c.ResolvedCache)},
 		{"BodyCacheBytes", int64(c.BodyCacheBytes)}, {"MaxChain", int64(c.MaxChain)},

@@ -21,6 +21,10 @@ var (
 	ErrBodyTooLarge = errors.New("message body too large")
 	// ErrNotFound is returned by LoadSnapshot when no such snapshot exists.
 	ErrNotFound = errors.New("snapshot not found")
+	// ErrSuperseded is matched by the error of a snapshot whose manifest
+	// was not stored and was not re-sent because a newer snapshot of the
+	// conversation had been published (which names every message).
+	ErrSuperseded = errors.New("superseded by a newer snapshot")
 )
 
 type permanentError struct{ err error }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -27,16 +28,30 @@ import (
 // memory for them. It is safe for concurrent use; publishes of one
 // conversation are serialized. Treat the strings of a published message as
 // immutable (Go strings are, unless changed through unsafe).
+//
+// It knows, per conversation, which bodies the server has stored (acked),
+// not only which it sent: a delta extends only a snapshot whose manifest
+// and bodies are all stored, a body whose publish failed is re-sent (by
+// the goroutine that owns its ack, then with the next snapshot), and it
+// follows the streams' MaxAge and message size as the server reports them
+// (see Limits).
 type Publisher struct {
 	js    jetstream.JetStream
 	cfg   Config
 	subj  Subjects
 	enc   *zstd.Encoder
 	convs *lru[string, *convState]
+
+	limits      atomic.Pointer[Limits] // nil until the first successful read
+	lastRefresh atomic.Int64           // unix nanoseconds of the last read attempt
+	refreshing  atomic.Bool
 }
 
 // NewPublisher returns a publisher on js. cfg is completed with
-// WithDefaults; the streams must exist (see EnsureStreams).
+// WithDefaults; the streams must exist (see EnsureStreams). Call
+// RefreshLimits once the streams exist to follow their settings from the
+// first publish; the publisher otherwise reads them in the background on
+// its first publish.
 func NewPublisher(js jetstream.JetStream, cfg Config) *Publisher {
 	cfg = cfg.WithDefaults()
 	// Fastest level: bodies are small and the agent's turn is the hot path.
@@ -72,130 +87,39 @@ type PublishResult struct {
 	// Full is true for a full manifest (base 0).
 	Full bool
 	// Bodies and BodyBytes count the bodies sent (payload bytes, after
-	// compression).
-	Bodies, BodyBytes int
+	// compression); Resent counts those among them sent again because an
+	// earlier publish of theirs failed.
+	Bodies, BodyBytes, Resent int
 }
-
-// Pending is an asynchronously published snapshot.
-type Pending struct {
-	mu      sync.Mutex // guards futures; never held while blocking
-	res     PublishResult
-	futures []jetstream.PubAckFuture // bodies, then the manifest last
-}
-
-// Result returns what was published; StreamSeq is 0 until Wait returns.
-func (p *Pending) Result() PublishResult {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.res
-}
-
-// Wait waits for every ack of the snapshot (bodies and manifest).
-func (p *Pending) Wait(ctx context.Context) (PublishResult, error) {
-	p.mu.Lock()
-	n := len(p.futures)
-	p.mu.Unlock()
-	for i := range n {
-		p.mu.Lock()
-		f := p.futures[i]
-		p.mu.Unlock()
-		var ack *jetstream.PubAck
-		var err error
-		select {
-		case ack = <-f.Ok():
-		case err = <-f.Err():
-		case <-ctx.Done():
-			return p.Result(), fmt.Errorf("queue: wait for publish ack: %w", ctx.Err())
-		}
-		p.mu.Lock()
-		// Put it back settled: a nats.go future's channels deliver once.
-		p.futures[i] = doneFuture{f.Msg(), ack, err}
-		if err == nil && i == n-1 {
-			p.res.StreamSeq = ack.Sequence
-			p.res.Duplicate = p.res.Duplicate || ack.Duplicate
-		}
-		res := p.res
-		p.mu.Unlock()
-		if err != nil {
-			return res, fmt.Errorf("queue: publish %s: %w", f.Msg().Subject, err)
-		}
-	}
-	return p.Result(), nil
-}
-
-// poll reports, without blocking, whether every ack arrived (done), the
-// manifest's stream sequence, and the first error seen.
-func (p *Pending) poll() (done bool, streamSeq uint64, err error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	done = true
-	for i, f := range p.futures {
-		select {
-		case ack := <-f.Ok():
-			p.futures[i] = doneFuture{f.Msg(), ack, nil}
-			if i == len(p.futures)-1 {
-				streamSeq = ack.Sequence
-			}
-		case e := <-f.Err():
-			p.futures[i] = doneFuture{f.Msg(), nil, e}
-			return true, 0, e
-		default:
-			done = false
-		}
-	}
-	return done, streamSeq, nil
-}
-
-// doneFuture replays a settled future: the channels of nats.go futures
-// deliver once.
-type doneFuture struct {
-	msg *nats.Msg
-	ack *jetstream.PubAck
-	err error
-}
-
-func (d doneFuture) Ok() <-chan *jetstream.PubAck {
-	c := make(chan *jetstream.PubAck, 1)
-	if d.ack != nil {
-		c <- d.ack
-	}
-	return c
-}
-
-func (d doneFuture) Err() <-chan error {
-	c := make(chan error, 1)
-	if d.err != nil {
-		c <- d.err
-	}
-	return c
-}
-
-func (d doneFuture) Msg() *nats.Msg { return d.msg }
 
 // Publish publishes a snapshot of conversation conv of tenant tenant and
-// waits for the server's acks. Only bodies this publisher has not sent for
-// the conversation travel; the manifest is a delta on the last acked
-// snapshot. If nothing changed since the last snapshot, nothing is
-// published and the result has Duplicate set. Errors: ErrInvalidToken,
-// ErrBodyTooLarge (nothing published), or a wrapped NATS error (the
-// conversation's state is reset, so the next call re-sends everything).
+// waits until it is settled (see Pending.Wait). Only bodies not stored
+// for the conversation travel; the manifest is a delta on the newest
+// snapshot known to be stored. If nothing changed since the last snapshot,
+// nothing is published and the result has Duplicate set. Errors:
+// ErrInvalidToken, ErrBodyTooLarge, ErrMaxPayloadTooSmall (nothing
+// published), or a wrapped NATS error once re-sends are exhausted (the
+// conversation's next snapshot sends what is still missing).
 func (p *Publisher) Publish(ctx context.Context, tenant, conv string, msgs []briefd.Message, opts ...PublishOption) (PublishResult, error) {
 	pend, err := p.PublishAsync(ctx, tenant, conv, msgs, opts...)
 	if err != nil {
 		return PublishResult{}, err
 	}
-	res, err := pend.Wait(ctx)
-	if err != nil {
-		p.convs.remove(tenant + "." + conv)
-		return res, err
-	}
-	return res, nil
+	return pend.Wait(ctx)
+}
+
+// newBody is a body to send with a snapshot.
+type newBody struct {
+	hash string
+	body []byte // canonical JSON; nil for a re-send, which keeps its payload
+	sent *sentBody
 }
 
 // PublishAsync is Publish without waiting for acks: it returns once the
-// messages are handed to the connection. A failed async publish is noticed
-// on the conversation's next publish, which then re-sends everything; call
-// Pending.Wait to see the error yourself.
+// messages are handed to the connection. A goroutine owns the acks: it
+// re-sends a failed body or manifest (Config.PublishRetries), and the
+// conversation's next snapshot re-sends any body still not stored; call
+// Pending.Wait or OnDone to see the outcome.
 func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs []briefd.Message, opts ...PublishOption) (*Pending, error) {
 	if err := checkIDs(tenant, conv); err != nil {
 		return nil, err
@@ -211,9 +135,11 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	st := p.convs.getOrAdd(key, func() *convState { return &convState{} })
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if err := st.refresh(ctx, p, tenant, conv); err != nil {
-		return nil, err
-	}
+	// A conversation older than the limits it would be checked against
+	// (one resumed after a pause, say) waits for a fresh read: the streams'
+	// MaxAge may have changed meanwhile. Others read in the background.
+	p.maybeRefreshLimits(ctx, st.bodies != nil && time.Since(st.since) > p.cfg.LimitsRefresh)
+	st.refresh(p)
 
 	// Walk the agent's list against the last one: unchanged messages (same
 	// string pointers) keep their hash; the rest are marshalled and hashed.
@@ -221,10 +147,6 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	same := 0
 	for same < len(msgs) && same < len(prev) && prev[same].fp.matches(&msgs[same]) {
 		same++
-	}
-	type newBody struct {
-		subject, hash string
-		body          []byte
 	}
 	var bodies []newBody
 	added := make([]pubEntry, 0, len(msgs)-same)
@@ -240,12 +162,12 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 		}
 		h := BodyHash(body)
 		added = append(added, pubEntry{Entry: Entry{ID: m.ID, Hash: h}, fp: fingerprint(m)})
-		if _, sent := st.bodies[h]; !sent && !seen[h] {
+		if _, known := st.bodies[h]; !known && !seen[h] {
 			if seen == nil {
 				seen = map[string]bool{}
 			}
 			seen[h] = true
-			bodies = append(bodies, newBody{p.subj.Body(tenant, conv, h), h, body})
+			bodies = append(bodies, newBody{hash: h, body: body})
 		}
 	}
 	var next []pubEntry
@@ -254,15 +176,49 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	} else {
 		next = append(slices.Clip(prev[:same]), added...)
 	}
-	if same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o == st.lastOpts {
+	// Bodies whose publish failed for good are sent again if the list
+	// still names them (unchanged messages are not walked above).
+	resent := 0
+	if len(st.resend) > 0 {
+		for _, e := range next {
+			if b, ok := st.resend[e.Hash]; ok && !seen[e.Hash] {
+				if seen == nil {
+					seen = map[string]bool{}
+				}
+				seen[e.Hash] = true
+				bodies = append(bodies, newBody{hash: e.Hash, sent: b})
+				resent++
+			}
+		}
+	}
+	if resent == 0 && same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o == st.lastOpts && !st.last.pend.settledWithError() {
 		// Nothing changed: re-publishing would only add a manifest.
-		res := st.last.res
-		res.Duplicate, res.Bodies, res.BodyBytes = true, 0, 0
-		return &Pending{res: res, futures: nil}, nil
+		res := st.last.pend.Result()
+		res.Duplicate, res.Bodies, res.BodyBytes, res.Resent = true, 0, 0, 0
+		return settledPending(res), nil
 	}
 
-	// Choose the base: the newest acked snapshot, unless a full manifest
-	// is due.
+	// Encode every body and check that it can be sent before sending any.
+	limit := p.payloadLimit()
+	pend := &Pending{sent: PublishResult{Seq: st.seq + 1, Resent: resent}, list: next, st: st, done: make(chan struct{})}
+	for _, nb := range bodies {
+		var b *sentBody
+		if nb.sent == nil {
+			b = p.newSentBody(tenant, conv, nb.hash, nb.body)
+		} else {
+			// A copy: the failed snapshot's record stays as it settled.
+			b = &sentBody{hash: nb.hash, subject: nb.sent.subject, msgID: nb.sent.msgID, payload: nb.sent.payload, encoding: nb.sent.encoding}
+		}
+		if _, err := b.chunkSize(limit); err != nil {
+			return nil, err
+		}
+		pend.bodies = append(pend.bodies, b)
+		pend.sent.BodyBytes += len(b.payload)
+	}
+	pend.sent.Bodies = len(pend.bodies)
+
+	// Choose the base: the newest snapshot known to be stored, bodies
+	// included, unless a full manifest is due.
 	man := Manifest{V: Version, Tenant: tenant, ConversationID: conv, Seq: st.seq + 1,
 		Model: o.model, ContextWindow: o.contextWindow, CreatedAt: time.Now().UTC()}
 	base := st.acked
@@ -270,12 +226,13 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	if !full {
 		keep := same
 		if base != st.last {
-			// The newest snapshot is not acked yet: extend an older one.
+			// The newest snapshot is not known stored: extend an older one.
 			keep = commonPrefix(base.list, next)
 		}
 		man.Base, man.BaseStreamSeq, man.Keep = base.seq, base.streamSeq, keep
 		man.Append = entriesOf(next[keep:])
 	}
+	pend.sent.Full = full
 	data, err := json.Marshal(&man)
 	if err != nil {
 		return nil, fmt.Errorf("queue: marshal manifest: %w", err)
@@ -285,6 +242,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 		// Splice the kept list JSON in place of "append":null.
 		i := bytes.Index(data, []byte(`"append":null`))
 		if i < 0 {
+			st.reset()
 			return nil, fmt.Errorf("queue: manifest encoding has no append field")
 		}
 		out := make([]byte, 0, len(data)+len(st.listJSON)+2)
@@ -295,101 +253,77 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 		data = append(out, data[i+len(`"append":null`):]...)
 	}
 
-	pend := &Pending{res: PublishResult{Seq: man.Seq, Full: full}}
-	maxPayload := int(p.js.Conn().MaxPayload())
-	for _, b := range bodies {
-		fs, n, err := p.publishBody(tenant, conv, b.subject, b.hash, b.body, maxPayload)
-		pend.futures = append(pend.futures, fs...)
-		pend.res.BodyBytes += n
-		if err != nil {
-			p.convs.remove(key)
+	for _, b := range pend.bodies {
+		if err := b.send(p.js, limit); err != nil {
+			// Some bodies may be on their way: start the conversation over
+			// (numbering kept), so the next snapshot sends them all.
+			st.reset()
 			return nil, err
 		}
-		pend.res.Bodies++
 	}
-	sm := nats.NewMsg(p.subj.Snapshot(tenant, conv))
-	sm.Header.Set(HeaderVersion, "1")
-	sm.Header.Set(HeaderContentType, ContentTypeJSON)
-	sm.Header.Set(HeaderMsgID, key+"."+strconv.FormatUint(man.Seq, 10))
-	sm.Data = data
-	f, err := p.js.PublishMsgAsync(sm)
-	if err != nil {
-		p.convs.remove(key)
+	pend.man = &nats.Msg{Subject: p.subj.Snapshot(tenant, conv), Header: nats.Header{}, Data: data}
+	pend.man.Header.Set(HeaderVersion, "1")
+	pend.man.Header.Set(HeaderContentType, ContentTypeJSON)
+	pend.man.Header.Set(HeaderMsgID, key+"."+strconv.FormatUint(man.Seq, 10))
+	if pend.manF, err = p.js.PublishMsgAsync(pend.man); err != nil {
+		st.reset()
 		return nil, fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, man.Seq, err)
 	}
-	pend.futures = append(pend.futures, f)
+	pend.res = pend.sent
 
-	for _, b := range bodies {
-		st.bodies[b.hash] = struct{}{}
+	for _, b := range pend.bodies {
+		st.bodies[b.hash] = pend
 	}
+	// Bodies to re-send that this list does not name are forgotten: a
+	// later list naming them again walks them as new messages.
+	clear(st.resend)
+	pend.deps = slices.Clone(st.inflight)
+	st.inflight = append(st.inflight, pend)
 	st.seq = man.Seq
 	st.entries = next
 	st.lastOpts = o
-	st.last = &sentSnap{seq: man.Seq, list: next, pend: pend, res: pend.res}
+	st.last = &sentSnap{seq: man.Seq, list: next, pend: pend}
+	st.unsettled = append(st.unsettled, st.last)
 	if full {
 		st.sinceFull, st.deltaBytes = 0, 0
 	} else {
 		st.sinceFull++
 		st.deltaBytes += len(data)
 	}
+	go pend.own(p, key)
 	return pend, nil
 }
 
-// publishBody sends one body, chunked when its payload exceeds the
-// connection's max payload (minus room for headers). It returns the
-// futures and the payload size.
-func (p *Publisher) publishBody(tenant, conv, subject, hash string, body []byte, maxPayload int) ([]jetstream.PubAckFuture, int, error) {
-	payload, encoding := body, ""
+// newSentBody encodes a body for sending: zstd when that saves at least
+// 10% on a body of 512 bytes or more.
+func (p *Publisher) newSentBody(tenant, conv, hash string, body []byte) *sentBody {
+	b := &sentBody{hash: hash, subject: p.subj.Body(tenant, conv, hash), payload: body}
+	b.msgID = b.subject[len(p.cfg.Prefix)+len(".body."):]
 	if !p.cfg.NoCompression && len(body) >= 512 {
 		if z := p.enc.EncodeAll(body, make([]byte, 0, len(body)/2)); len(z) < len(body)*9/10 {
-			payload, encoding = z, EncodingZstd
+			b.payload, b.encoding = z, EncodingZstd
 		}
 	}
-	msgID := subject[len(p.cfg.Prefix)+len(".body."):]
-	head := nats.NewMsg(subject)
-	head.Header.Set(HeaderVersion, "1")
-	head.Header.Set(HeaderContentType, ContentTypeJSON)
-	if encoding != "" {
-		head.Header.Set(HeaderContentEncoding, encoding)
-	}
-	head.Header.Set(HeaderMsgID, msgID)
-	var futures []jetstream.PubAckFuture
-	chunk := maxPayload - 4096 // room for subject and headers
-	if len(payload) > chunk {
-		n := (len(payload) + chunk - 1) / chunk
-		for i := range n {
-			cm := nats.NewMsg(subject + "." + strconv.Itoa(i))
-			cm.Header.Set(HeaderMsgID, msgID+"."+strconv.Itoa(i))
-			cm.Data = payload[i*chunk : min((i+1)*chunk, len(payload))]
-			f, err := p.js.PublishMsgAsync(cm)
-			if err != nil {
-				return futures, len(payload), fmt.Errorf("queue: publish body chunk %s.%d: %w", subject, i, err)
-			}
-			futures = append(futures, f)
-		}
-		head.Header.Set(HeaderChunks, strconv.Itoa(n))
-		head.Header.Set(HeaderSize, strconv.Itoa(len(payload)))
-	} else {
-		head.Data = payload
-	}
-	f, err := p.js.PublishMsgAsync(head)
-	if err != nil {
-		return futures, len(payload), fmt.Errorf("queue: publish body %s: %w", subject, err)
-	}
-	return append(futures, f), len(payload), nil
+	return b
 }
 
 // convState is what a Publisher remembers of one conversation.
 type convState struct {
-	mu         sync.Mutex
-	seq        uint64              // last snapshot number used
-	since      time.Time           // when bodies were last all re-sent
-	entries    []pubEntry          // the list published last
-	bodies     map[string]struct{} // hashes of bodies sent
-	sinceFull  int                 // deltas since the last full manifest
-	deltaBytes int                 // their bytes
-	last       *sentSnap           // the snapshot published last
-	acked      *sentSnap           // the newest snapshot known to be stored
+	mu    sync.Mutex
+	seq   uint64    // last snapshot number used
+	since time.Time // when bodies were last all re-sent
+	// bodies holds the hashes of the bodies sent: nil once stored, else
+	// the snapshot whose publish carries it. A body whose publish failed
+	// is not here; it is in resend until a snapshot sends it again.
+	bodies     map[string]*Pending
+	resend     map[string]*sentBody
+	inflight   []*Pending  // snapshots not settled yet, oldest first
+	unsettled  []*sentSnap // the same, as candidate bases
+	entries    []pubEntry  // the list published last
+	sinceFull  int         // deltas since the last full manifest
+	deltaBytes int         // their bytes
+	last       *sentSnap   // the snapshot published last
+	acked      *sentSnap   // the newest snapshot known stored, bodies included
 	lastOpts   publishOpts
 	// listJSON is the JSON of entries' list items, comma-separated, kept
 	// incrementally so that a full manifest costs a copy, not an encode;
@@ -430,30 +364,64 @@ type sentSnap struct {
 	seq, streamSeq uint64
 	list           []pubEntry
 	pend           *Pending
-	res            PublishResult
 }
 
-// refresh settles what is known of earlier async publishes and resets the
-// state when it can no longer be trusted: an async publish failed, or the
-// bodies are old enough that the stream may drop them (MaxAge).
-func (st *convState) refresh(ctx context.Context, p *Publisher, tenant, conv string) error {
-	if st.last != nil && st.last.streamSeq == 0 {
-		done, seq, err := st.last.pend.poll()
-		switch {
-		case err != nil:
-			p.cfg.Logger.Warn("queue: async publish failed; re-sending the conversation", "tenant", tenant, "conversation", conv, "err", err)
-			st.reset()
-		case done:
-			st.last.streamSeq = seq
-			st.last.res.StreamSeq = seq
-			st.acked = st.last
+// settledWithError reports whether the snapshot is settled with an error
+// (one in flight may still be stored: its owner re-sends what fails).
+func (p *Pending) settledWithError() bool { return p.isDone() && p.err != nil }
+
+// refresh takes in what the owners of earlier snapshots settled, and
+// starts the conversation over when its bodies are old enough that the
+// streams may drop them (half their MaxAge, as the server reports it).
+// The caller holds st.mu.
+func (st *convState) refresh(p *Publisher) {
+	if len(st.inflight) > 0 {
+		keep := st.inflight[:0]
+		for _, d := range st.inflight {
+			if !d.isDone() {
+				keep = append(keep, d)
+				continue
+			}
+			for _, b := range d.bodies {
+				if st.bodies[b.hash] != d {
+					continue
+				}
+				if b.err == nil {
+					st.bodies[b.hash] = nil
+					continue
+				}
+				delete(st.bodies, b.hash)
+				if st.resend == nil {
+					st.resend = map[string]*sentBody{}
+				}
+				st.resend[b.hash] = b
+			}
 		}
+		clear(st.inflight[len(keep):])
+		st.inflight = keep
 	}
-	if st.bodies != nil && time.Since(st.since) > p.cfg.MaxAge/2 {
+	if len(st.unsettled) > 0 {
+		keep := st.unsettled[:0]
+		for _, s := range st.unsettled {
+			if !s.pend.isDone() {
+				keep = append(keep, s)
+				continue
+			}
+			// Settled without error: the manifest and every body it names
+			// are stored, so later deltas may extend it.
+			if s.pend.err == nil && (st.acked == nil || s.seq > st.acked.seq) {
+				s.streamSeq = s.pend.res.StreamSeq
+				st.acked = s
+			}
+		}
+		clear(st.unsettled[len(keep):])
+		st.unsettled = keep
+	}
+	if maxAge := p.Limits().MaxAge; st.bodies != nil && maxAge > 0 && time.Since(st.since) > maxAge/2 {
 		st.reset()
 	}
 	if st.bodies == nil {
-		st.bodies = map[string]struct{}{}
+		st.bodies = map[string]*Pending{}
 		st.since = time.Now()
 		if st.seq == 0 {
 			// Number above any earlier process's snapshots, so that
@@ -463,12 +431,14 @@ func (st *convState) refresh(ctx context.Context, p *Publisher, tenant, conv str
 			st.seq = uint64(time.Now().UnixMicro())
 		}
 	}
-	return nil
 }
 
-// reset forgets everything but the numbering; the caller holds st.mu.
+// reset forgets everything but the numbering, so the next snapshot is a
+// full manifest that sends every body again; the caller holds st.mu.
+// Snapshots still in flight settle on their own; none depends on them.
 func (st *convState) reset() {
-	st.since, st.entries, st.bodies, st.sinceFull, st.deltaBytes = time.Time{}, nil, nil, 0, 0
+	st.since, st.entries, st.bodies, st.resend, st.sinceFull, st.deltaBytes = time.Time{}, nil, nil, nil, 0, 0
+	st.inflight, st.unsettled = nil, nil
 	st.last, st.acked, st.lastOpts = nil, nil, publishOpts{}
 	st.listJSON, st.ends = nil, nil
 }

@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"WatchInOrder", testWatch},
 		{"WatchStartsWithLatest", testWatchStartsWithLatest},
+		{"WatchMany", testWatchMany},
+		{"WatchSameConversationTwice", testWatchTwice},
 		{"Isolation", testIsolation},
 		{"OddIDs", testOddIDs},
 	}
@@ -412,4 +414,83 @@ func testOddIDs(t *testing.T, s Store) {
 		mustEqual(t, mustGet(t, s, id, id, id), b)
 		mustEqual(t, mustLatest(t, s, id, id), b)
 	}
+}
+
+// testWatchMany watches many conversations at once (a store may share one
+// subscription among them): each gets its own briefings and no other's,
+// and ending some watches leaves the others working.
+func testWatchMany(t *testing.T, s Store) {
+	const n = 50
+	chans := make([]<-chan *briefd.Briefing, n)
+	cancels := make([]context.CancelFunc, n)
+	for i := range n {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		ch, err := s.Watch(ctx, "acme", "many"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatalf("Watch %d: %v", i, err)
+		}
+		chans[i], cancels[i] = ch, cancel
+	}
+	for i := range n {
+		mustPut(t, s, briefing("acme", "many"+strconv.Itoa(i), "m1", int64(i+1)), true)
+	}
+	for i := range n {
+		if b := receive(t, chans[i]); b.ConversationID != "many"+strconv.Itoa(i) || b.Position != int64(i+1) {
+			t.Fatalf("watch of many%d delivered %s at %d", i, b.ConversationID, b.Position)
+		}
+	}
+	// End every other watch; the rest still deliver.
+	for i := 0; i < n; i += 2 {
+		cancels[i]()
+		waitClosed(t, chans[i])
+	}
+	for i := 1; i < n; i += 2 {
+		mustPut(t, s, briefing("acme", "many"+strconv.Itoa(i), "m2", int64(100+i)), true)
+	}
+	for i := 1; i < n; i += 2 {
+		if b := receive(t, chans[i]); b.ConversationID != "many"+strconv.Itoa(i) || b.Position != int64(100+i) {
+			t.Fatalf("watch of many%d delivered %s at %d after others ended", i, b.ConversationID, b.Position)
+		}
+	}
+}
+
+// testWatchTwice watches one conversation twice: both watches deliver,
+// and ending one leaves the other working; a watch started after every
+// watch ended works too.
+func testWatchTwice(t *testing.T, s Store) {
+	ctx1, cancel1 := context.WithCancel(t.Context())
+	defer cancel1()
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	defer cancel2()
+	ch1, err := s.Watch(ctx1, "acme", "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch2, err := s.Watch(ctx2, "acme", "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b1 := briefing("acme", "twice", "m1", 1)
+	mustPut(t, s, b1, true)
+	mustEqual(t, receive(t, ch1), b1)
+	mustEqual(t, receive(t, ch2), b1)
+	cancel1()
+	waitClosed(t, ch1)
+	b2 := briefing("acme", "twice", "m2", 2)
+	mustPut(t, s, b2, true)
+	mustEqual(t, receive(t, ch2), b2)
+	cancel2()
+	waitClosed(t, ch2)
+
+	ctx3, cancel3 := context.WithCancel(t.Context())
+	defer cancel3()
+	ch3, err := s.Watch(ctx3, "acme", "twice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, receive(t, ch3), b2)
+	b3 := briefing("acme", "twice", "m3", 3)
+	mustPut(t, s, b3, true)
+	mustEqual(t, receive(t, ch3), b3)
 }

@@ -1,0 +1,316 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Pending is an asynchronously published snapshot. One goroutine owns its
+// acks: it alone reads the futures nats.go returned (whose channels
+// deliver once), re-sends what failed, waits for the earlier snapshots
+// whose bodies this one names, and then settles the Pending once. Every
+// other reader (Wait, Done, OnDone, the publisher's next snapshot) reads
+// the settled result, never a future.
+type Pending struct {
+	sent   PublishResult // as published; never changes
+	bodies []*sentBody   // bodies this snapshot sent (new and re-sent)
+	man    *nats.Msg     // the manifest (nil for a duplicate, which sends nothing)
+	manF   jetstream.PubAckFuture
+	list   []pubEntry // the snapshot's list, read only when a dependency failed
+	deps   []*Pending // the conversation's earlier snapshots still in flight at publish
+	st     *convState // its conversation, to re-send the manifest in order
+
+	done chan struct{} // closed once settled
+	// Written by the owner only; read by others only after done.
+	res        PublishResult // sent plus the manifest's ack
+	err        error
+	manifestOK bool
+	superseded bool // the manifest failed and a newer snapshot was published since
+
+	mu        sync.Mutex // guards callbacks and settled
+	settled   bool
+	callbacks []func(PublishResult, error)
+}
+
+// sentBody is one body a snapshot sent: enough to send it again, chunked
+// for the limits of the moment.
+type sentBody struct {
+	hash, subject, msgID string
+	payload              []byte // after compression: what is stored
+	encoding             string
+	futures              []jetstream.PubAckFuture // of the attempt in flight
+	err                  error                    // set by the owner: nil once stored
+}
+
+func settledPending(res PublishResult) *Pending {
+	p := &Pending{sent: res, res: res, done: make(chan struct{}), manifestOK: true, settled: true}
+	close(p.done)
+	return p
+}
+
+// Result returns what was published; StreamSeq is 0 until the snapshot is
+// settled (see Done).
+func (p *Pending) Result() PublishResult {
+	select {
+	case <-p.done:
+		return p.res
+	default:
+		return p.sent
+	}
+}
+
+// Done is closed once the snapshot is settled: every body it names is
+// stored and its manifest acked, or something failed for good.
+func (p *Pending) Done() <-chan struct{} { return p.done }
+
+// Wait waits until the snapshot is settled and returns its result and
+// error, or ctx's error first. The error is nil only if the manifest is
+// stored and every body the snapshot names is stored too (bodies that an
+// earlier, still unacknowledged snapshot sent included), so a worker can
+// resolve it.
+func (p *Pending) Wait(ctx context.Context) (PublishResult, error) {
+	select {
+	case <-p.done:
+		return p.res, p.err
+	case <-ctx.Done():
+		return p.Result(), fmt.Errorf("queue: wait for publish ack: %w", ctx.Err())
+	}
+}
+
+// OnDone arranges for f to be called once with Wait's result when the
+// snapshot is settled: on the goroutine that owns the acks, or at once on
+// the caller's if it is settled already. f must not block.
+func (p *Pending) OnDone(f func(PublishResult, error)) {
+	p.mu.Lock()
+	if !p.settled {
+		p.callbacks = append(p.callbacks, f)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	f(p.res, p.err)
+}
+
+func (p *Pending) isDone() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// own is the goroutine that owns the snapshot's acks.
+func (p *Pending) own(pub *Publisher, key string) {
+	pub.await(p)
+	retry := pub.retryBackOff()
+	for attempt := 1; p.failed() && !p.supersededOnly(); attempt++ {
+		wait := retry.NextBackOff()
+		if wait == backoff.Stop {
+			break
+		}
+		err := p.firstErr()
+		pub.cfg.Logger.Debug("queue: publish failed; re-sending", "conversation", key, "seq", p.res.Seq, "attempt", attempt, "in", wait, "err", err)
+		time.Sleep(wait)
+		var api *jetstream.APIError
+		if errors.As(err, &api) {
+			// The server refused: its limits may have changed (a smaller
+			// max_msg_size, say); send by the ones it has now.
+			ctx, cancel := context.WithTimeout(context.Background(), pub.cfg.AckTimeout)
+			if err := pub.RefreshLimits(ctx); err != nil {
+				pub.cfg.Logger.Warn("queue: cannot read the stream limits", "err", err)
+			}
+			cancel()
+		}
+		limit := pub.payloadLimit()
+		for _, b := range p.bodies {
+			if b.err != nil {
+				if b.err = b.send(pub.js, limit); b.err != nil {
+					b.futures = nil
+				}
+			}
+		}
+		if p.man != nil && !p.manifestOK && !p.superseded {
+			p.resendManifest(pub, key)
+		}
+		pub.await(p)
+	}
+
+	var err error
+	for _, b := range p.bodies {
+		if b.err != nil {
+			err = b.err
+			break
+		}
+	}
+	if err == nil && !p.manifestOK {
+		err = p.err
+		if p.superseded {
+			err = fmt.Errorf("queue: snapshot %s seq %d not stored (%w), and not re-sent: %w", key, p.res.Seq, p.err, ErrSuperseded)
+		}
+	}
+	// A body named by this snapshot but sent by an earlier one counts too.
+	for _, d := range p.deps {
+		<-d.done
+		if err == nil {
+			err = d.failedBodyOf(p.list)
+		}
+	}
+	if err != nil {
+		// The caller hears of it (Wait, OnDone); the client logs it once.
+		pub.cfg.Logger.Debug("queue: snapshot not stored", "conversation", key, "seq", p.res.Seq, "err", err)
+	}
+	// Drop the references to earlier snapshots, so that a conversation
+	// publishing faster than its acks does not chain them all in memory.
+	p.deps, p.list, p.st = nil, nil, nil
+	p.settle(err)
+}
+
+// resendManifest publishes the manifest again, unless a newer snapshot of
+// the conversation was published since: stored after it, the older one
+// would pass for the conversation's newest. Holding the conversation's
+// lock keeps the re-send ahead of any newer snapshot on the connection.
+func (p *Pending) resendManifest(pub *Publisher, key string) {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	if cur, ok := pub.convs.get(key); !ok || cur != p.st || p.st.seq != p.res.Seq {
+		p.superseded = true
+		return
+	}
+	f, err := pub.js.PublishMsgAsync(p.man)
+	if err != nil {
+		p.err = fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, p.res.Seq, err)
+		return
+	}
+	p.manF = f
+}
+
+// await collects the acks of the attempt in flight, for at most
+// Config.AckTimeout.
+func (pub *Publisher) await(p *Pending) {
+	timer := time.NewTimer(pub.cfg.AckTimeout)
+	defer timer.Stop()
+	wait := func(f jetstream.PubAckFuture) (*jetstream.PubAck, error) {
+		select {
+		case ack := <-f.Ok():
+			return ack, nil
+		case err := <-f.Err():
+			return nil, err
+		case <-timer.C:
+			// Fired once; later waits of this attempt fail at once.
+			timer.Reset(0)
+			return nil, jetstream.ErrAsyncPublishTimeout
+		}
+	}
+	for _, b := range p.bodies {
+		if b.futures == nil {
+			continue // failed to send: b.err is set
+		}
+		b.err = nil
+		for _, f := range b.futures {
+			if _, err := wait(f); err != nil && b.err == nil {
+				b.err = fmt.Errorf("queue: publish %s: %w", f.Msg().Subject, err)
+			}
+		}
+		b.futures = nil
+	}
+	if p.manF != nil {
+		ack, err := wait(p.manF)
+		p.manF = nil
+		if err != nil {
+			p.err = fmt.Errorf("queue: publish %s seq %d: %w", p.man.Subject, p.res.Seq, err)
+		} else {
+			p.err, p.manifestOK = nil, true
+			p.res.StreamSeq = ack.Sequence
+			p.res.Duplicate = ack.Duplicate
+		}
+	}
+}
+
+// failed reports whether a body or the manifest of the last attempt failed.
+func (p *Pending) failed() bool {
+	for _, b := range p.bodies {
+		if b.err != nil {
+			return true
+		}
+	}
+	return p.man != nil && !p.manifestOK
+}
+
+// supersededOnly reports whether only the manifest failed and it is not
+// to be re-sent.
+func (p *Pending) supersededOnly() bool {
+	for _, b := range p.bodies {
+		if b.err != nil {
+			return false
+		}
+	}
+	return p.superseded
+}
+
+func (p *Pending) firstErr() error {
+	for _, b := range p.bodies {
+		if b.err != nil {
+			return b.err
+		}
+	}
+	return p.err
+}
+
+// failedBodyOf returns an error naming a body that p failed to store and
+// list names, or nil. p must be settled.
+func (p *Pending) failedBodyOf(list []pubEntry) error {
+	var failed map[string]error
+	for _, b := range p.bodies {
+		if b.err != nil {
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[b.hash] = b.err
+		}
+	}
+	if failed == nil {
+		return nil
+	}
+	for _, e := range list {
+		if err, ok := failed[e.Hash]; ok {
+			return fmt.Errorf("body of message %q (sent with snapshot %d) not stored: %w", e.ID, p.res.Seq, err)
+		}
+	}
+	return nil
+}
+
+// settle records the outcome, closes done and runs the callbacks.
+func (p *Pending) settle(err error) {
+	p.err = err
+	p.mu.Lock()
+	p.settled = true
+	cbs := p.callbacks
+	p.callbacks = nil
+	p.mu.Unlock()
+	close(p.done)
+	for _, f := range cbs {
+		f(p.res, p.err)
+	}
+}
+
+// retryBackOff is the schedule of re-sends: Config.PublishRetries waits
+// from Config.PublishRetryWait, doubling up to 8 times it, with jitter.
+func (pub *Publisher) retryBackOff() backoff.BackOff {
+	if pub.cfg.PublishRetries < 0 {
+		return &backoff.StopBackOff{}
+	}
+	b := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(pub.cfg.PublishRetryWait),
+		backoff.WithMaxInterval(8*pub.cfg.PublishRetryWait),
+		backoff.WithMaxElapsedTime(0),
+	)
+	return backoff.WithMaxRetries(b, uint64(pub.cfg.PublishRetries))
+}
