@@ -488,8 +488,8 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 		return kindView, out
 	case (prog == "grep" || prog == "rg") && (c.hasFlag('A', "") || c.hasFlag('B', "") || c.hasFlag('C', "")) && !c.hasFlag('r', "") && !c.hasFlag('R', ""):
 		// grep with context in one file shows parts of it: a view.
-		if len(ops) >= 2 {
-			out = append(out, fileOp{path: ops[len(ops)-1], op: kindView, what: "around " + clip(ops[0], 40)})
+		if pattern, files := grepOperands(c); pattern != "" && len(files) > 0 {
+			out = append(out, fileOp{path: files[len(files)-1], op: kindView, what: "around " + clip(pattern, 40)})
 		}
 		return kindView, out
 	case searchProgs[prog] || prog == "git" && len(ops) > 0 && ops[0] == "grep":
@@ -526,6 +526,30 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 		return k, out
 	}
 	return kindOther, out
+}
+
+// grepOperands returns grep's pattern and files: options that take a
+// value (-A 5, -m 1) are skipped, -e names the pattern.
+func grepOperands(c *shellCmd) (pattern string, files []string) {
+	args := c.args()
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-e" || a == "--regexp":
+			if i+1 < len(args) {
+				pattern = args[i+1]
+				i++
+			}
+		case a == "-A" || a == "-B" || a == "-C" || a == "-m" || a == "-f" || a == "--include" || a == "--exclude":
+			i++
+		case strings.HasPrefix(a, "-") && a != "-":
+		case pattern == "":
+			pattern = a
+		default:
+			files = append(files, a)
+		}
+	}
+	return pattern, files
 }
 
 func isNumber(s string) bool {

@@ -346,7 +346,7 @@ func changeText(s *step, level int) string {
 		}
 		what := op.what
 		if op.noop {
-			what = "no change: " + what
+			what = "no-op edit: " + what
 		}
 		if what == "" {
 			what = op.op.String()

@@ -357,7 +357,9 @@ func (m *model) readAssistant(msg *briefd.Message, thought string) {
 	for _, s := range sentences(thought) {
 		switch {
 		case isIntention(s):
-			m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: len(msg.ToolCalls) > 0})
+			// An intention with nothing to match a call by is the one the
+			// message's own call carries out; others are matched below.
+			m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: len(msg.ToolCalls) > 0 && len(keyWords(s)) == 0})
 		case isDecision(s):
 			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
 		}
@@ -369,7 +371,7 @@ func (m *model) readAssistant(msg *briefd.Message, thought string) {
 }
 
 var (
-	intentRe = regexp.MustCompile(`(?i)^(?:now,? |next,? |then,? |first,? |finally,? )?(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|we need to|I should|I want to|my next step|the next step)\b`)
+	intentRe = regexp.MustCompile(`(?i)^(?:now,? |next,? |then,? |first,? |finally,? |(?:after|once|when|if) [^,]{1,60}, )?(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|we need to|I should|I want to|my next step|the next step)\b`)
 	// decisionRe marks a sentence that decides, explains a cause, or
 	// concludes from evidence.
 	decisionRe = regexp.MustCompile(`(?i)\b(?:instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
@@ -816,8 +818,9 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 
 func shortPath(p string) string { return p }
 
-// markIntentions marks stated intentions that a later call carried out: a
-// call whose command or arguments share a distinctive word with it.
+// markIntentions marks stated intentions that a call (of their message or
+// later) carried out: one that runs the program the intention names, or
+// shares two of its distinctive words, or its only one.
 func (m *model) markIntentions() {
 	for i := range m.intents {
 		in := &m.intents[i]
@@ -825,22 +828,43 @@ func (m *model) markIntentions() {
 			continue
 		}
 		words := keyWords(in.text)
-		if len(words) == 0 {
-			continue
-		}
+		low := strings.ToLower(in.text)
 		for _, s := range m.steps[min(in.n, len(m.steps)):] {
 			label := strings.ToLower(s.f.call.label + " " + s.f.call.target)
+			score := 0
 			for _, w := range words {
 				if strings.Contains(label, w) {
-					in.done = true
-					break
+					score++
 				}
 			}
-			if in.done {
+			if f := strings.Fields(label); len(f) > 0 && len(f[0]) >= 3 && containsWord(low, f[0]) {
+				score += 2
+			}
+			if score >= 2 || score == 1 && len(words) <= 1 {
+				in.done = true
 				break
 			}
 		}
 	}
+}
+
+// containsWord reports whether w occurs in s as a whole word.
+func containsWord(s, w string) bool {
+	for i := 0; ; {
+		j := strings.Index(s[i:], w)
+		if j < 0 {
+			return false
+		}
+		a, b := i+j, i+j+len(w)
+		if (a == 0 || !isWordByte(s[a-1])) && (b == len(s) || !isWordByte(s[b])) {
+			return true
+		}
+		i = a + 1
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
 
 // keyWords are the distinctive words of a sentence: identifiers and

@@ -105,7 +105,7 @@ func (m *model) hasEditTools() bool {
 func (m *model) lastCheck() string {
 	lastChange := -1
 	for _, s := range m.steps {
-		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && !s.failed {
+		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && !s.failed && !allNoop(s) {
 			lastChange = s.n
 		}
 	}
@@ -122,6 +122,20 @@ func (m *model) lastCheck() string {
 		return "not run or tested since the last change [" + m.steps[lastChange].id() + "]"
 	}
 	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + resultText(m, check, levelShort)
+}
+
+// allNoop reports a step whose every change changes nothing.
+func allNoop(s *step) bool {
+	changes := 0
+	for _, op := range s.f.call.ops {
+		if op.op == kindEdit || op.op == kindWrite || op.op == kindRevert || op.op == kindDelete {
+			if !op.noop {
+				return false
+			}
+			changes++
+		}
+	}
+	return changes > 0
 }
 
 // nextText derives the next step: the unread rest of a list being gone

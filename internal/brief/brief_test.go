@@ -1,0 +1,431 @@
+package brief
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
+	"github.com/briefd/briefd/internal/tokenize"
+)
+
+func counter(t testing.TB) func(string) int {
+	t.Helper()
+	enc, err := tokenize.Get("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc.Count
+}
+
+// span builds messages from a compact script: "u:text" a user message,
+// "a:text" assistant text, "c:tool:args" a call by the last assistant
+// message (answered by the next "r:text").
+type spanBuilder struct {
+	msgs []briefd.Message
+	n    int
+	call int
+}
+
+func (b *spanBuilder) id() string {
+	b.n++
+	return fmt.Sprintf("m%04d", b.n+2)
+}
+
+func (b *spanBuilder) user(text string) *spanBuilder {
+	b.msgs = append(b.msgs, briefd.Message{ID: b.id(), Role: briefd.RoleUser, Content: briefd.Text(text)})
+	return b
+}
+
+func (b *spanBuilder) say(text string) *spanBuilder {
+	b.msgs = append(b.msgs, briefd.Message{ID: b.id(), Role: briefd.RoleAssistant, Content: briefd.Text(text)})
+	return b
+}
+
+// step is an assistant message with one call and its result.
+func (b *spanBuilder) step(thought, tool, args, result string) *spanBuilder {
+	b.call++
+	cid := fmt.Sprintf("call_%d", b.call)
+	b.msgs = append(b.msgs,
+		briefd.Message{ID: b.id(), Role: briefd.RoleAssistant, Content: briefd.Text(thought),
+			ToolCalls: []briefd.ToolCall{{ID: cid, Type: "function", Function: briefd.FunctionCall{Name: tool, Arguments: args}}}},
+		briefd.Message{ID: b.id(), Role: briefd.RoleTool, ToolCallID: cid, Content: briefd.Text(result)})
+	return b
+}
+
+func (b *spanBuilder) bash(thought, cmd, result string) *spanBuilder {
+	args, _ := json.Marshal(map[string]string{"command": cmd})
+	return b.step(thought, "bash", string(args), result)
+}
+
+func rc(code int, out string) string {
+	return fmt.Sprintf("<returncode>%d</returncode>\n<output>\n%s\n</output>", code, out)
+}
+
+func write(t *testing.T, span []briefd.Message, budget int) *Draft {
+	t.Helper()
+	d, err := Write(context.Background(), Input{Span: span, BudgetTokens: budget, CountTokens: counter(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func mustContain(t *testing.T, text string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(text, w) {
+			t.Errorf("briefing lacks %q:\n%s", w, text)
+		}
+	}
+}
+
+func mustNotContain(t *testing.T, text string, bad ...string) {
+	t.Helper()
+	for _, w := range bad {
+		if strings.Contains(text, w) {
+			t.Errorf("briefing has %q:\n%s", w, text)
+		}
+	}
+}
+
+// The rules of ../shared/exemplars, each on the smallest span that shows it.
+func TestHandOffRules(t *testing.T) {
+	t.Run("net change per file: a revert cancels earlier edits", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Apply the change everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
+			bash("That also changed formfield; I should revert changes to lines 987 and 1671 because the PR only covers validate.", "git checkout django/db/models/fields/related.py", rc(0, "")).
+			bash("Change line 917 only.", "sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, ""))
+		d := write(t, b.msgs, 1500)
+		mustContain(t, d.Text, "django/db/models/fields/related.py: `_default_manager` → `_base_manager` [m0003] undone by [m0005]",
+			"line 917: `_default_manager` → `_base_manager` [m0007]", "STATE: changed: django/db/models/fields/related.py")
+	})
+	t.Run("a no-op edit is called one", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Fix it.", "sed -i 's/foo/foo/' a.py", rc(0, ""))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "no-op edit")
+		mustNotContain(t, d.Text, "STATE: changed: a.py")
+	})
+	t.Run("results, not checkmarks: a short output is kept whole", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Reproduce.", "python reproduce_issue.py", rc(0, "Total articles in DB: 1\nForm is invalid")).
+			bash("Fix.", "sed -i '917s/a/b/' x.py", rc(0, "")).
+			bash("Verify.", "python reproduce_issue.py", rc(0, "Total articles in DB: 1\nForm is valid"))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "Form is invalid", "Form is valid", "last check after the last change: [m0007]")
+	})
+	t.Run("an error is resolved only with what fixed it", func(t *testing.T) {
+		var b spanBuilder
+		trace := "Traceback (most recent call last):\n  File \"reproduce.py\", line 5, in <module>\n    main()\nsqlite3.OperationalError: no such table: t"
+		b.bash("Run.", "python reproduce.py", rc(1, trace)).
+			bash("Rewrite it to create the table.", "cat <<'EOF' > reproduce.py\nimport sqlite3\nEOF", rc(0, "")).
+			bash("Run again.", "python reproduce.py", rc(0, "ok"))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "sqlite3.OperationalError: no such table: t", "resolved [m0008] after changing reproduce.py [m0005]")
+	})
+	t.Run("an error nothing fixed stays unresolved", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Run the tests.", "python -m pytest tests", rc(1, "FAILED tests/test_a.py::test_x - assert 1 == 2\n===== 1 failed in 0.1s ====="))
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "tests/test_a.py::test_x", "unresolved", "still failing")
+	})
+	t.Run("harness reminders and tool errors in the user role are not the user's words", func(t *testing.T) {
+		var b spanBuilder
+		b.say("Two actions at once.").
+			user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n\nPlease format your action in triple backticks as shown.").
+			user("Parameter 'command' is expected to be one of ['view', 'create'].").
+			user("Please keep the public API unchanged.")
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "harness reminder, not from the user: Please always provide EXACTLY ONE action",
+			"a tool error in the user role, not a user request: Parameter 'command'",
+			"[m0006] Please keep the public API unchanged.")
+		mustNotContain(t, d.Text, "to the user: Two actions")
+	})
+	t.Run("unread ids of a list being gone through are the next step", func(t *testing.T) {
+		var b spanBuilder
+		b.user("My user ID is amelia_davis_8890; cancel all my upcoming flights.").
+			step("", "get_user_details", `{"user_id":"amelia_davis_8890"}`, `{"name": {"first_name": "Amelia", "last_name": "Davis"}, "membership": "silver", "reservations": ["8C8K4E", "UDMOP1", "I6M8JQ", "4XGCCM"]}`).
+			step("", "get_reservation_details", `{"reservation_id":"8C8K4E"}`, `{"reservation_id": "8C8K4E", "cabin": "business", "insurance": "yes", "created_at": "2024-05-08T10:31:36"}`).
+			step("", "get_reservation_details", `{"reservation_id":"UDMOP1"}`, `{"reservation_id": "UDMOP1", "cabin": "basic_economy", "insurance": "no", "created_at": "2024-05-09T11:34:16"}`)
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "NEXT: read I6M8JQ, 4XGCCM", "8C8K4E [m0006]: business; yes; 2024-05-08T10:31:36",
+			"UDMOP1 [m0008]: basic_economy; no; 2024-05-09T11:34:16", "STATE: nothing changed yet")
+	})
+	t.Run("an intention carried out is not the next step", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Now I will run the reproduction script again to verify the fix.", "python reproduce_issue.py", rc(0, "Form is valid"))
+		d := write(t, b.msgs, 700)
+		mustNotContain(t, d.Text, "not yet done: \"Now I will run the reproduction script")
+	})
+	t.Run("an intention with no call is the next step", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("I created printenv.pl. After that, I will use `curl` to upload printenv.pl to /cgi-bin/file.pl.", "create printenv.pl", "[File: /x/printenv.pl (1 lines total)]\n1:")
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "NEXT: stated at [m0003], not yet done", "upload printenv.pl")
+	})
+	t.Run("negative searches collapse into one line", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", `find src -name "*command*.pony"`, "").
+			bash("", `grep -r "CommandParser" src`, rc(1, "")).
+			bash("", `find src -path "*cli*pony"`, "")
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "3 searches, no match")
+	})
+	t.Run("a path a tool says is missing is marked so", func(t *testing.T) {
+		var b spanBuilder
+		b.step("", "execute_bash", `{"command":"ls src/lib"}`, "ls: cannot access 'src/lib': No such file or directory")
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "src/lib: does not exist")
+		mustNotContain(t, d.Text, "ERRORS:")
+	})
+	t.Run("a small file written in the span is carried whole", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Write the script.", "cat <<'EOF' > printenv.pl\n#!/usr/bin/perl\nprint \"Content-type: text/html\\n\\n\";\nEOF", rc(0, "")).
+			bash("Run it.", "perl printenv.pl", rc(0, "Content-type: text/html"))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "printenv.pl: created [m0003]", "#!/usr/bin/perl", "still present")
+	})
+	t.Run("a focus raises what it names", func(t *testing.T) {
+		var b spanBuilder
+		for i := range 30 {
+			b.bash("Look.", fmt.Sprintf("cat pkg/file%02d.go", i), rc(0, strings.Repeat("package x // filler line\n", 30)))
+		}
+		b.bash("Migration status.", "cat migrations/0042_widgets.sql", rc(0, "ALTER TABLE widgets ADD COLUMN size int;"))
+		in := Input{Span: b.msgs, BudgetTokens: 300, CountTokens: counter(t)}
+		d, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Focus = "file03"
+		f, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(d.Text, "pkg/file03.go") || !strings.Contains(f.Text, "pkg/file03.go") || !strings.Contains(f.Text, "focus asked for") {
+			t.Fatalf("focus did not raise file03:\nwithout:\n%s\nwith:\n%s", d.Text, f.Text)
+		}
+	})
+}
+
+// histories returns the shipped example histories and, when present, the
+// shared ones.
+func histories(t testing.TB) map[string][]briefd.Message {
+	t.Helper()
+	out := map[string][]briefd.Message{}
+	for _, dir := range []string{"../../examples/histories", "../../../shared/data/histories"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := briefd.ParseHistory(data)
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out[strings.TrimSuffix(filepath.Base(f), ".json")] = h.Messages
+		}
+	}
+	return out
+}
+
+// headAndSpan splits a history frozen at 70% the way the engine does with
+// a 25% tail: the pinned head (system, first user) and the span.
+func headAndSpan(msgs []briefd.Message) (head, span []briefd.Message) {
+	cut := len(msgs) * 7 / 10
+	end := cut * 3 / 4
+	for end > 2 && msgs[end].Role == briefd.RoleTool {
+		end--
+	}
+	seenUser := false
+	for _, m := range msgs[:end] {
+		if m.Role == briefd.RoleSystem || m.Role == briefd.RoleUser && !seenUser {
+			seenUser = seenUser || m.Role == briefd.RoleUser
+			head = append(head, m)
+			continue
+		}
+		span = append(span, m)
+	}
+	// A span must not start with tool results whose call is in the head.
+	for len(span) > 0 && span[0].Role == briefd.RoleTool {
+		span = span[1:]
+	}
+	return head, span
+}
+
+// Properties on real histories: the budget holds, every user message is
+// there verbatim, no identifier is made up, the same input gives the same
+// bytes with or without a warm cache, the record stays within twice the
+// text, and the text parses back into the entries the record holds.
+func TestWriteProperties(t *testing.T) {
+	count := counter(t)
+	cache := NewCache(0, 0)
+	for name, msgs := range histories(t) {
+		head, span := headAndSpan(msgs)
+		if len(span) < 4 {
+			continue
+		}
+		spanText := ""
+		for _, m := range span {
+			spanText += m.Content.String() + "\n"
+			for _, c := range m.ToolCalls {
+				spanText += c.Function.Arguments + "\n"
+			}
+		}
+		for _, budget := range []int{512, 1000, 3000} {
+			in := Input{Head: head, Span: span, BudgetTokens: budget, CountTokens: count}
+			cold, err := Write(context.Background(), in)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			in.Cache = cache
+			warm, err := Write(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warm2, _ := Write(context.Background(), in)
+			if cold.Text != warm.Text || warm.Text != warm2.Text {
+				t.Fatalf("%s/%d: not deterministic", name, budget)
+			}
+			if n := count(briefd.WrapBriefing(cold.Text)); n > cold.BudgetTokens || cold.BudgetTokens < budget {
+				t.Fatalf("%s/%d: %d tokens over the budget %d", name, budget, n, cold.BudgetTokens)
+			}
+			for _, m := range span {
+				if m.Role == briefd.RoleUser && !isHarness(m.Content.String()) && !isToolError(strings.TrimSpace(m.Content.String())) {
+					if u := strings.TrimSpace(m.Content.String()); len(u) < 3000 && !strings.Contains(cold.Text, u) {
+						t.Errorf("%s/%d: user message %s not verbatim", name, budget, m.ID)
+					}
+				}
+			}
+			for _, id := range ident.Identifiers(cold.Text) {
+				if !strings.Contains(spanText, id) && !messageIDsRe.MatchString(id) {
+					t.Errorf("%s/%d: identifier %q is not in the span", name, budget, id)
+				}
+			}
+			if len(cold.Structured) > 2*len(cold.Text)+2048 {
+				t.Errorf("%s/%d: record %d bytes for a text of %d", name, budget, len(cold.Structured), len(cold.Text))
+			}
+			var rec Record
+			if err := json.Unmarshal(cold.Structured, &rec); err != nil || rec.Format != RecordFormat {
+				t.Fatalf("%s: record %v", name, err)
+			}
+			parsed := parseText(cold.Text)
+			for _, sec := range rec.Sections {
+				s := sectionByKey[sec.Name]
+				if s == secOmitted || inline[s] {
+					continue
+				}
+				if len(parsed.entries[s]) != len(sec.Entries) {
+					t.Errorf("%s/%d: section %s: text parses to %d entries, record has %d", name, budget, sec.Name, len(parsed.entries[s]), len(sec.Entries))
+				}
+			}
+		}
+	}
+}
+
+// Chained compaction: a briefing folded into the next keeps the user's
+// messages verbatim and the earlier changes, through several cycles, with
+// the structured record or from the text alone.
+func TestChainedFolding(t *testing.T) {
+	count := counter(t)
+	var b spanBuilder
+	b.user("Keep the public API unchanged.").
+		bash("Fix line 917.", "sed -i '917s/_default_manager/_base_manager/' related.py", rc(0, ""))
+	first := write(t, b.msgs, 600)
+	prev := &briefd.Briefing{BoundaryID: "m0010", Text: first.Text, Structured: first.Structured, Depth: first.Depth}
+	for cycle := range 5 {
+		for _, withRecord := range []bool{true, false} {
+			msg := briefd.BriefingMessage(prev)
+			var c spanBuilder
+			c.n = 10 + cycle*10
+			c.bash("Look around.", fmt.Sprintf("cat pkg/other%d.go", cycle), rc(0, "package other"))
+			span := append([]briefd.Message{msg}, c.msgs...)
+			in := Input{Span: span, BudgetTokens: 600, CountTokens: count}
+			if withRecord {
+				in.Previous = prev
+			}
+			d, err := Write(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustContain(t, d.Text, "Keep the public API unchanged.", "related.py", "line 917", "Covers m0003–", "an earlier briefing folded in")
+			if d.Depth != cycle+1 && withRecord {
+				t.Errorf("cycle %d: depth %d", cycle, d.Depth)
+			}
+			if withRecord {
+				prev = &briefd.Briefing{BoundaryID: fmt.Sprintf("m%04d", 30+cycle*10), Text: d.Text, Structured: d.Structured, Depth: d.Depth}
+			}
+		}
+	}
+}
+
+// A 5.9 MB tool output: the text and the record stay within the budget.
+func TestHugeOutputIsBounded(t *testing.T) {
+	var b spanBuilder
+	huge := strings.Repeat("row 12345 value=abc_def_6789 /srv/data/file_0001.csv ok\n", 6_000_000/56)
+	b.user("Summarize the export.").bash("Dump it.", "cat export.csv", rc(0, huge))
+	d := write(t, b.msgs, 1000)
+	count := counter(t)
+	whole, _ := json.Marshal(struct {
+		Text       string
+		Structured json.RawMessage
+		Coverage   Coverage
+	}{d.Text, d.Structured, d.Coverage})
+	if n := count(string(whole)); n > 2*d.BudgetTokens {
+		t.Fatalf("record %d tokens for a budget of %d", n, d.BudgetTokens)
+	}
+}
+
+func TestWriteStopsWithContext(t *testing.T) {
+	var b spanBuilder
+	for range 300 {
+		b.bash("x", "ls", rc(0, "a"))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Write(ctx, Input{Span: b.msgs, BudgetTokens: 500, CountTokens: counter(t), Cache: NewCache(0, 0)}); err == nil {
+		t.Fatal("no error from a cancelled context")
+	}
+}
+
+func FuzzWrite(f *testing.F) {
+	f.Add(uint64(1), "sed -i 's/a/b/' x.py", "<returncode>1</returncode>\nTraceback (most recent call last):\nValueError: x", "Please fix it")
+	f.Add(uint64(7), "cat <<'EOF' > a\nb\nEOF", `{"reservation_id": "ABC123", "x": [1, {"id": "Q"}]}`, "ERROR:")
+	f.Add(uint64(3), "patch", "[File: /a (3 lines total)]\n1:a", "")
+	count := counter(f)
+	f.Fuzz(func(t *testing.T, seed uint64, cmd, out, user string) {
+		r := rand.New(rand.NewPCG(seed, 1))
+		var b spanBuilder
+		tools := []string{"bash", "str_replace_editor", "get_x", "cancel_y", "think", "execute_ipython_cell"}
+		for range 1 + r.IntN(12) {
+			switch r.IntN(4) {
+			case 0:
+				b.user(user)
+			case 1:
+				b.say(user + " " + cmd)
+			default:
+				tool := tools[r.IntN(len(tools))]
+				args, _ := json.Marshal(map[string]any{"command": cmd, "path": cmd, "old_str": out, "new_str": cmd, "code": cmd, "reservation_id": user})
+				if r.IntN(5) == 0 {
+					args = []byte(cmd)
+				}
+				b.step(user, tool, string(args), out)
+			}
+		}
+		budget := 200 + r.IntN(2000)
+		d, err := Write(context.Background(), Input{Span: b.msgs, BudgetTokens: budget, CountTokens: count})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := count(briefd.WrapBriefing(d.Text)); n > d.BudgetTokens {
+			t.Fatalf("%d tokens over %d", n, d.BudgetTokens)
+		}
+	})
+}
