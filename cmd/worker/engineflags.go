@@ -24,7 +24,7 @@ func bindEngineFlags(fs *flag.FlagSet, cfg *compact.Config) {
 	fs.IntVar(&cfg.StepsTrigger, "steps-trigger", cfg.StepsTrigger, "also compact every N assistant steps (0 = off)")
 	fs.IntVar(&cfg.CharThreshold, "char-threshold", cfg.CharThreshold, "also compact above this many characters (0 = off)")
 	fs.Float64Var(&cfg.BriefingRatio, "briefing-ratio", cfg.BriefingRatio, "briefing budget as a fraction of the compacted span's tokens (0 = 0.10)")
-	fs.IntVar(&cfg.MinBriefingTokens, "min-briefing-tokens", cfg.MinBriefingTokens, "smallest briefing budget (0 = 512)")
+	fs.IntVar(&cfg.MinBriefingTokens, "min-briefing-tokens", cfg.MinBriefingTokens, "smallest briefing budget (0 = 600)")
 	fs.IntVar(&cfg.MaxBriefingTokens, "max-briefing-tokens", cfg.MaxBriefingTokens, "largest briefing budget (0 = 8192)")
 	fs.Float64Var(&cfg.MaxBriefingFraction, "max-briefing-fraction", cfg.MaxBriefingFraction, "largest briefing budget as a fraction of the context window; bounds chained briefings (0 = 0.15)")
 	fs.Float64Var(&cfg.ForceKeepFraction, "force-keep-fraction", cfg.ForceKeepFraction, "a forced compaction keeps at most this fraction of the non-pinned history verbatim (0 = 0.25)")

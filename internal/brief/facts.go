@@ -352,7 +352,11 @@ func changeText(s *step, level int) string {
 			what = op.op.String()
 		}
 		if !strings.Contains(s.f.call.label, op.path) {
-			what = op.path + ": " + what
+			p := op.path
+			if b := baseName(p); len(p) > 40 && strings.Contains(s.f.call.label, b) {
+				p = b // the label names the file; the full path is in FILES
+			}
+			what = p + ": " + what
 		}
 		parts = append(parts, what)
 	}
@@ -458,14 +462,17 @@ func lastMeaningful(lines []string) string {
 func httpText(m *model, s *step, level int) string {
 	o := &s.f.out
 	var parts []string
-	if o.title != "" {
-		parts = append(parts, "title \""+o.title+"\"")
+	prev := previousResponse(m, s)
+	if prev == nil {
+		// A first visit: the page's title and its form's fields.
+		if o.title != "" {
+			parts = append(parts, "title \""+o.title+"\"")
+		}
+		if len(o.fields) > 0 {
+			parts = append(parts, "form fields "+strings.Join(o.fields, ", "))
+		}
 	}
-	if len(o.fields) > 0 {
-		parts = append(parts, "form fields "+strings.Join(o.fields, ", "))
-	}
-	if level != levelMin {
-		prev := previousResponse(m, s)
+	if level != levelMin || prev != nil {
 		var lines []string
 		for _, l := range htmlOrLines(o) {
 			if prev[l] || l == o.title {
@@ -473,8 +480,11 @@ func httpText(m *model, s *step, level int) string {
 			}
 			lines = append(lines, l)
 		}
-		if len(lines) > 0 {
-			parts = append(parts, clip(strings.Join(headLines(lines, []int{4, 2}[level]), " | "), []int{300, 140}[level]))
+		switch {
+		case len(lines) > 0:
+			parts = append(parts, clip(strings.Join(headLines(lines, []int{4, 2, 1}[level]), " | "), []int{300, 140, 90}[level]))
+		case prev != nil:
+			parts = append(parts, "the same page as before")
 		}
 	}
 	if len(parts) == 0 {

@@ -840,12 +840,38 @@ func (m *model) markIntentions() {
 			if f := strings.Fields(label); len(f) > 0 && len(f[0]) >= 3 && containsWord(low, f[0]) {
 				score += 2
 			}
+			if verbMatches(low, s.f.call.kind) {
+				score++
+			}
 			if score >= 2 || score == 1 && len(words) <= 1 {
 				in.done = true
 				break
 			}
 		}
 	}
+}
+
+// intentVerbs are the verbs an intention names a kind of step by.
+var intentVerbs = map[kind][]string{
+	kindSearch: {"search", "find", "grep", "look for", "locate"},
+	kindView:   {"view", "open", "read", "look at", "inspect", "examine", "check", "see"},
+	kindRun:    {"run", "execute", "try"},
+	kindTest:   {"run", "test"},
+	kindWrite:  {"create", "write"},
+	kindEdit:   {"edit", "modify", "change", "fix", "replace", "update", "add", "apply"},
+	kindHTTP:   {"request", "fetch", "upload", "submit", "post"},
+	kindLookup: {"retrieve", "look up", "check", "get", "find", "search"},
+	kindMutate: {"cancel", "update", "book", "change", "modify"},
+}
+
+// verbMatches reports whether an intention names the kind of a call.
+func verbMatches(low string, k kind) bool {
+	for _, v := range intentVerbs[k] {
+		if containsWord(low, v) {
+			return true
+		}
+	}
+	return false
 }
 
 // containsWord reports whether w occurs in s as a whole word.

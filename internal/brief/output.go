@@ -95,7 +95,7 @@ func readOutput(text string, keepWarnings bool) output {
 	if strings.Contains(head, "timed out") || strings.Contains(head, "Timeout") && strings.Contains(head, "command") {
 		o.timeout = true
 	}
-	if strings.Contains(head, "<title>") || strings.Contains(head, "<html") || strings.Contains(head, "<!DOCTYPE") {
+	if h := headOf(text, 3000); strings.Contains(h, "<title>") || strings.Contains(h, "<html") || strings.Contains(h, "<!DOCTYPE") {
 		if m := titleRe.FindStringSubmatch(headOf(text, 4000)); m != nil {
 			o.title = clip(m[1], 100)
 		}

@@ -530,8 +530,9 @@ func recordSteps(m *model, id string) []*step {
 	return out
 }
 
-// minColumns is how many columns a table row keeps at its least detail.
-const minColumns = 5
+// minCell is the longest cell a table row keeps at its least detail (a
+// date is always kept: policies reason about it).
+const minCell = 16
 
 // columns orders a table's columns (named by the system prompt first) and
 // sets apart the ones every row shares.
@@ -584,21 +585,20 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 		it.texts[levelMin] = head + rest.line(m.prefersField, 90)
 	} else {
 		// Cells are cut one by one so that the columns stay aligned; the
-		// least detail keeps the first columns whole and drops the rest.
+		// least detail keeps the short cells (a cabin, a flag, a date)
+		// whole and elides the long ones (lists).
 		for lv, cell := range []int{160, 40, 0} {
 			vals := make([]string, 0, len(cols))
-			for i, c := range cols {
+			for _, c := range cols {
 				v, _ := r.rec.value(c)
 				v = cmpOr(v, "-")
-				if cell == 0 {
-					if i == minColumns {
-						vals = append(vals, "…")
-						break
-					}
-					vals = append(vals, v)
-					continue
+				switch {
+				case cell > 0:
+					v = clip(v, cell)
+				case len(v) > minCell && !looksLikeDate(v):
+					v = "…"
 				}
-				vals = append(vals, clip(v, cell))
+				vals = append(vals, v)
 			}
 			it.texts[lv] = head + ": " + strings.Join(vals, "; ")
 		}
@@ -885,6 +885,18 @@ func (l *layout) choose(scale float64) string {
 		lv := it.smallest()
 		c := cost(it.texts[lv]) + 1
 		if used+c <= room-reserve {
+			it.level = lv
+			used += c
+		}
+	}
+	// Objects in play (files changed, records) may take the index's
+	// reserve: the state of an object beats a bare identifier.
+	for _, it := range opt {
+		if it.level >= 0 || it.prio < 8 {
+			continue
+		}
+		lv := it.smallest()
+		if c := cost(it.texts[lv]) + 1; used+c <= room {
 			it.level = lv
 			used += c
 		}

@@ -21,7 +21,7 @@ const (
 	DefaultMinKeepMessages     = 10
 	DefaultMinMessages         = 20
 	DefaultBriefingRatio       = 0.10
-	DefaultMinBriefingTokens   = 512
+	DefaultMinBriefingTokens   = 600
 	DefaultMaxBriefingTokens   = 8192
 	DefaultPerMessageOverhead  = 4
 	DefaultForceKeepFraction   = 0.25
@@ -78,7 +78,7 @@ type Config struct {
 	// compacted span's tokens, clamped to [MinBriefingTokens,
 	// MaxBriefingTokens]. Default 0.10.
 	BriefingRatio float64
-	// MinBriefingTokens is the smallest budget. Default 512.
+	// MinBriefingTokens is the smallest budget. Default 600.
 	MinBriefingTokens int
 	// MaxBriefingTokens is the largest budget. Default 8192 (about the
 	// 30,000 characters Stagewise aims at).

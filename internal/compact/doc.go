@@ -23,7 +23,7 @@
 // The trigger is min(0.65 x context window, 200,000) tokens with at least
 // 20 messages; the kept tail aims at min(0.2 x window, 40,000) tokens and at
 // least max(5, 10) messages; the briefing's budget is 10% of the compacted
-// span, clamped to [512, 8192] tokens. See [Config].
+// span, clamped to [600, 8192] tokens. See [Config].
 //
 // # Token counts
 //
