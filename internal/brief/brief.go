@@ -294,12 +294,25 @@ func (l *layout) coverage(text string) Coverage {
 			c.UserVerbatim++
 		}
 	}
+	kept := map[string]bool{}
+	for _, it := range l.items {
+		if it.level >= 0 {
+			for _, id := range it.textIdents() {
+				kept[id] = true
+			}
+		}
+	}
+	if l.lastIndex != "" {
+		for _, id := range strings.Split(l.lastIndex, ", ") {
+			kept[id] = true
+		}
+	}
 	for _, id := range m.idOrder {
 		if ident.IsNumeric(id) {
 			continue
 		}
 		c.SpanIdentifiers++
-		if strings.Contains(text, id) {
+		if kept[id] {
 			c.IdentifiersKept++
 		}
 	}

@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"hash/maphash"
 	"regexp"
 	"strconv"
 	"strings"
@@ -568,8 +569,39 @@ func salient(s *step, n int) []string {
 	if s.react == "" || len(s.f.out.lines) == 0 {
 		return nil
 	}
-	words := keyWords(s.react)
-	nums := lineRefs(s.react)
+	if got, ok := s.salient[n]; ok {
+		return got
+	}
+	// The same step with the same reaction points at the same lines in
+	// every re-compaction: the result is kept with the step's facts.
+	k := salientKey{react: maphash.String(salientSeed, s.react), n: n}
+	s.f.salMu.Lock()
+	out, ok := s.f.salient[k]
+	s.f.salMu.Unlock()
+	if !ok {
+		out = findSalient(s, n)
+		s.f.salMu.Lock()
+		if s.f.salient == nil {
+			s.f.salient = map[salientKey][]string{}
+		}
+		s.f.salient[k] = out
+		s.f.salMu.Unlock()
+	}
+	if s.salient == nil {
+		s.salient = map[int][]string{}
+	}
+	s.salient[n] = out
+	return out
+}
+
+var salientSeed = maphash.MakeSeed()
+
+func findSalient(s *step, n int) []string {
+	words := s.reactWords
+	nums := s.reactRefs
+	if nums == nil {
+		nums = lineRefs(s.react)
+	}
 	if len(words) == 0 && len(nums) == 0 {
 		return nil
 	}

@@ -23,6 +23,12 @@ type step struct {
 	failed  bool
 	said    string // the assistant text of the calling message (first call only)
 	react   string // the assistant text right after the result: what it made of it
+	// reactWords are react's distinctive words, to find the output lines
+	// it refers to.
+	reactWords []string
+	reactRefs  map[string]bool
+	// salient memoizes salient(s, n) by n.
+	salient map[int][]string
 	files   []string
 	idents  []string // identifiers of the call and result, to rank the index
 	records []string // ids of records it read or changed
@@ -199,15 +205,18 @@ func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *mo
 		text := msg.Content.String()
 		switch msg.Role {
 		case briefd.RoleUser:
-			m.readUser(msg, text)
+			m.readUser(msg, text, cache)
 			lastStep = nil
 		case briefd.RoleAssistant:
 			thought := stripThought(text)
+			tf := cache.text(thought)
 			if lastStep != nil && thought != "" {
 				lastStep.react = thought
+				lastStep.reactWords = tf.words
+				lastStep.reactRefs = tf.lineRefs
 			}
-			m.scanIdents(thought, true)
-			m.readAssistant(msg, thought)
+			m.countIdents(tf.idents, true)
+			m.readAssistant(msg, thought, tf)
 			first := true
 			for k := range msg.ToolCalls {
 				tc := &msg.ToolCalls[k]
@@ -220,10 +229,8 @@ func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *mo
 					s.said = thought
 					first = false
 				}
-				m.scanIdents(tc.Function.Arguments, true)
-				if res != nil {
-					m.scanIdents(res.Content.String(), false)
-				}
+				m.countIdents(s.f.argIDs, true)
+				m.countIdents(s.f.outIDs, false)
 				for _, v := range s.f.call.args {
 					m.argValues[v] = s.n
 				}
@@ -273,7 +280,7 @@ func taskMentionsWarnings(head []briefd.Message) bool {
 
 // readUser files a user message: the user's words, a harness reminder, or
 // a tool error delivered in the user role.
-func (m *model) readUser(msg *briefd.Message, text string) {
+func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 	t := strings.TrimSpace(text)
 	switch {
 	case t == "":
@@ -300,7 +307,7 @@ func (m *model) readUser(msg *briefd.Message, text string) {
 	}
 	m.asked = nil
 	m.userAt = len(m.steps)
-	m.scanIdents(t, true)
+	m.countIdents(cache.text(t).idents, true)
 	for i := range m.users {
 		if m.users[i].text == t {
 			m.users[i].ids = append(m.users[i].ids, msg.ID)
@@ -350,19 +357,17 @@ func stripThought(text string) string {
 }
 
 // readAssistant keeps decisions, intentions and questions to the user.
-func (m *model) readAssistant(msg *briefd.Message, thought string) {
+func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts) {
 	if thought == "" {
 		return
 	}
-	for _, s := range sentences(thought) {
-		switch {
-		case isIntention(s):
-			// An intention with nothing to match a call by is the one the
-			// message's own call carries out; others are matched below.
-			m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: len(msg.ToolCalls) > 0 && len(keyWords(s)) == 0})
-		case isDecision(s):
-			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
-		}
+	for _, s := range tf.intents {
+		// An intention with nothing to match a call by is the one the
+		// message's own call carries out; others are matched below.
+		m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: len(msg.ToolCalls) > 0 && len(keyWords(s)) == 0})
+	}
+	for _, s := range tf.decisions {
+		m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
 	}
 	if len(msg.ToolCalls) == 0 {
 		m.asked = &note{id: msg.ID, n: len(m.steps), text: thought}
@@ -430,18 +435,10 @@ func sentenceEnd(p string) int {
 	return len(p)
 }
 
-// scanIdents counts the span's identifiers.
-func (m *model) scanIdents(text string, spoken bool) {
-	if text == "" {
-		return
-	}
+// countIdents counts one message's distinct identifiers.
+func (m *model) countIdents(ids []string, spoken bool) {
 	n := len(m.steps)
-	seen := map[string]bool{}
-	ident.Scan(headOf(text, 200_000), func(id string) {
-		if seen[id] {
-			return
-		}
-		seen[id] = true
+	for _, id := range ids {
 		u := m.ids[id]
 		if u == nil {
 			u = &identUse{}
@@ -451,7 +448,7 @@ func (m *model) scanIdents(text string, spoken bool) {
 		u.msgs++
 		u.spoken = u.spoken || spoken
 		u.last = n
-	})
+	}
 }
 
 // addStep files a step and what it did to files, records and errors.

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // Reading messages: each tool call with its result becomes stepFacts, and
@@ -20,7 +21,32 @@ type stepFacts struct {
 	call    call
 	out     output
 	records []record
-	cost    int
+	// argIDs and outIDs are the distinct identifiers of the call's
+	// arguments and of its result.
+	argIDs, outIDs []string
+	cost           int
+
+	// salient remembers the output lines a reaction referred to, by the
+	// reaction's hash and the number asked for.
+	salMu   sync.Mutex
+	salient map[salientKey][]string
+}
+
+type salientKey struct {
+	react uint64
+	n     int
+}
+
+// textFacts is what one text of the assistant or the user says: its
+// sentences sorted into intentions and decisions, its identifiers, and
+// its distinctive words.
+type textFacts struct {
+	intents   []string
+	decisions []string
+	sentences []string
+	idents    []string
+	words     []string
+	lineRefs  map[string]bool
 }
 
 // Cache keeps per-step reading results, bounded by entries and bytes, safe
@@ -39,6 +65,8 @@ type Cache struct {
 type cacheEntry struct {
 	key   uint64
 	facts *stepFacts
+	text  *textFacts
+	cost  int
 }
 
 // Default bounds of a Cache.
@@ -118,28 +146,83 @@ func (c *Cache) step(tc *briefd.ToolCall, result *briefd.Message, keepWarnings b
 	}
 	c.mu.Unlock()
 	f := readStep(tc, result, keepWarnings)
+	return c.put(&cacheEntry{key: k, facts: f, cost: f.cost}).facts
+}
+
+// text returns the facts of an assistant's or a user's text.
+func (c *Cache) text(t string) *textFacts {
+	if c == nil {
+		return readText(t)
+	}
+	k := maphash.String(c.seed, t) ^ 0x9e3779b97f4a7c15 // apart from step keys
+	c.mu.Lock()
+	if e, ok := c.items[k]; ok && e.Value.(*cacheEntry).text != nil {
+		c.ll.MoveToFront(e)
+		f := e.Value.(*cacheEntry).text
+		c.mu.Unlock()
+		return f
+	}
+	c.mu.Unlock()
+	f := readText(t)
+	return c.put(&cacheEntry{key: k, text: f, cost: 256 + len(t)}).text
+}
+
+// put adds an entry (or returns the one another reader added first) and
+// evicts the least recently used beyond the bounds.
+func (c *Cache) put(e *cacheEntry) *cacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[k]; ok {
-		return e.Value.(*cacheEntry).facts
+	if old, ok := c.items[e.key]; ok {
+		return old.Value.(*cacheEntry)
 	}
-	c.items[k] = c.ll.PushFront(&cacheEntry{key: k, facts: f})
-	c.used += f.cost
+	c.items[e.key] = c.ll.PushFront(e)
+	c.used += e.cost
 	for c.ll.Len() > 1 && (c.ll.Len() > c.max || c.used > c.maxBytes) {
 		last := c.ll.Back()
 		c.ll.Remove(last)
 		old := last.Value.(*cacheEntry)
 		delete(c.items, old.key)
-		c.used -= old.facts.cost
+		c.used -= old.cost
+	}
+	return e
+}
+
+// readText reads an assistant's or a user's text.
+func readText(t string) *textFacts {
+	f := &textFacts{idents: distinctIdents(t), words: keyWords(t), lineRefs: lineRefs(t)}
+	for _, s := range sentences(t) {
+		f.sentences = append(f.sentences, s)
+		switch {
+		case isIntention(s):
+			f.intents = append(f.intents, s)
+		case isDecision(s):
+			f.decisions = append(f.decisions, s)
+		}
 	}
 	return f
+}
+
+// distinctIdents returns the identifiers of a text once each, reading at
+// most its first 200 KB.
+func distinctIdents(t string) []string {
+	var out []string
+	seen := map[string]bool{}
+	ident.Scan(headOf(t, 200_000), func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	})
+	return out
 }
 
 // readStep reads one call and its result.
 func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *stepFacts {
 	f := &stepFacts{call: classifyCall(tc.Function.Name, tc.Function.Arguments)}
+	f.argIDs = distinctIdents(tc.Function.Arguments)
 	if result != nil {
 		text := result.Content.String()
+		f.outIDs = distinctIdents(text)
 		f.out = readOutput(text, keepWarnings)
 		if f.call.kind == kindLookup || f.call.kind == kindMutate || f.call.kind == kindOther && f.call.args != nil {
 			f.records = parseRecords(f.out.body, f.call.target)
@@ -159,6 +242,12 @@ func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *s
 		}
 	}
 	f.cost = 512 + len(f.out.body) + len(f.call.label)
+	for _, id := range f.argIDs {
+		f.cost += 24 + len(id)
+	}
+	for _, id := range f.outIDs {
+		f.cost += 24 + len(id)
+	}
 	for _, l := range f.out.lines {
 		f.cost += 16 + len(l)
 	}

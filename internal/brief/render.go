@@ -58,12 +58,26 @@ type item struct {
 	order float64 // position within its section
 	level int     // chosen level; -1 when left out
 	steps []*step // the steps it tells, for the left-out line
+	// identsAt caches the identifiers of each level's text.
+	identsAt [levels][]string
 	// group ties a table's rows to its header, which prints only with a row.
 	group  string
 	header bool
 	// idents are the identifiers a left-out item would lose, offered to the
 	// index instead.
 	idents []string
+}
+
+// textIdents returns the identifiers of the item's chosen text, read
+// once per level.
+func (it *item) textIdents() []string {
+	if it.identsAt[it.level] == nil {
+		it.identsAt[it.level] = distinctIdents(it.texts[it.level])
+		if it.identsAt[it.level] == nil {
+			it.identsAt[it.level] = []string{}
+		}
+	}
+	return it.identsAt[it.level]
 }
 
 func (it *item) text() string {
@@ -111,6 +125,10 @@ type layout struct {
 	// indexNeed estimates the tokens of the whole identifier index, to
 	// reserve no more room for it than it can use.
 	indexNeed float64
+	// baseScore, ranked and msgIDs are the index candidates, scored once.
+	baseScore map[string]float64
+	ranked    []identScore
+	msgIDs    map[string]bool
 }
 
 // build turns the model into items.
@@ -793,10 +811,21 @@ func (l *layout) fit() (string, int) {
 	best, bestN, bestScale, lastScale := "", -1, 0.0, 0.0
 	fits, over := math.Inf(1), 0.0 // the least scale known to fit, the greatest known to be over
 	s := 1.0
+	prevFit := -1
 	for attempt := 0; attempt < 7; attempt++ {
 		text := l.choose(s)
 		lastScale = s
 		n := l.count(briefd.WrapBriefing(text))
+		if n <= l.budget && prevFit >= 0 && n-prevFit < l.budget/50 {
+			// More room no longer buys more text: everything is in.
+			if n > bestN {
+				best, bestN, bestScale = text, n, s
+			}
+			break
+		}
+		if n <= l.budget {
+			prevFit = n
+		}
 		if debugFit {
 			println("fit attempt", attempt, "scale", s, "n", n, "budget", l.budget)
 		}
@@ -808,11 +837,18 @@ func (l *layout) fit() (string, int) {
 		} else {
 			over = math.Max(over, s)
 		}
-		if bestN >= l.budget*97/100 {
+		if bestN >= l.budget*95/100 {
 			break
 		}
+		// First correct the estimates by what they missed on this text;
+		// then bisect between a scale known to fit and one known not to.
 		next := s * float64(n) / float64(l.budget)
 		switch {
+		case attempt == 0:
+			next = float64(n) / estimate(briefd.WrapBriefing(text))
+			if n > l.budget {
+				next = math.Max(next, s*1.01)
+			}
 		case over > 0 && !math.IsInf(fits, 1):
 			next = (over + fits) / 2
 		case n > l.budget:
@@ -993,49 +1029,129 @@ func (l *layout) index(text string, room, scale float64) string {
 	if room <= 8 {
 		return ""
 	}
-	type cand struct {
-		id    string
-		score float64
+	if l.baseScore == nil {
+		l.scoreIdents()
 	}
+	// Identifiers the text carries are not listed again: the chosen
+	// items' identifiers (read once per item and level) are looked up in a
+	// set, and a candidate about to be listed is checked as a substring of
+	// them (a file name inside a path it carries, say).
 	seen := map[string]bool{}
+	var carried strings.Builder
 	for _, it := range l.items {
-		for _, id := range it.ids {
-			seen[id] = true // a message id is not an identifier of the work
+		if it.level < 0 {
+			continue
+		}
+		for _, id := range it.textIdents() {
+			if !seen[id] {
+				seen[id] = true
+				carried.WriteString(id)
+				carried.WriteByte('\n')
+			}
 		}
 	}
-	// Scores add up what the identifier is (a path, an exception, a code
-	// name things the agent quotes again) and where it comes from: carried
-	// by an earlier briefing (it survived before), lost with a line left
-	// out, or used in the span (by the agent, in many messages, lately).
-	score := map[string]float64{}
-	var order []string
-	add := func(id string, s float64) {
-		if seen[id] || strings.Contains(text, id) || messageIDRe.MatchString(id) {
-			return
-		}
-		if _, ok := score[id]; !ok {
-			order = append(order, id)
-			score[id] = identKindScore(id)
-		}
-		score[id] += s
-	}
-	m := l.m
-	n := float64(max(1, len(m.steps)))
-	if m.prior != nil {
-		for _, id := range m.prior.index {
-			add(id, 4)
-		}
-	}
+	carriedText := carried.String()
+	// Identifiers of lines left out rank higher: they would be lost.
+	bonus := map[string]bool{}
+	var lost []identScore
 	for _, it := range l.items {
 		if it.level >= 0 {
 			continue
 		}
 		for _, id := range it.idents {
-			if !ident.IsNumeric(id) {
-				add(id, 3)
+			if bonus[id] || ident.IsNumeric(id) || messageIDRe.MatchString(id) || l.msgIDs[id] {
+				continue
 			}
+			bonus[id] = true
+			lost = append(lost, identScore{id, l.baseScore[id] + identKindScore(id)*boolF(l.baseScore[id] == 0) + 3})
 		}
 	}
+	sort.SliceStable(lost, func(i, j int) bool { return lost[i].score > lost[j].score })
+	var out []string
+	used := 0.0
+	misses := 0
+	try := func(c identScore) {
+		if seen[c.id] {
+			return
+		}
+		seen[c.id] = true
+		cost := estimate(c.id+", ") * scale
+		if used+cost > room {
+			misses++
+			return
+		}
+		if strings.Contains(carriedText, c.id) {
+			return
+		}
+		used += cost
+		out = append(out, c.id)
+	}
+	// Merge the two lists by score.
+	base := l.ranked
+	for len(base) > 0 || len(lost) > 0 {
+		switch {
+		case len(lost) == 0 || len(base) > 0 && !bonus[base[0].id] && base[0].score >= lost[0].score:
+			if !bonus[base[0].id] {
+				try(base[0])
+			}
+			base = base[1:]
+		case len(base) > 0 && bonus[base[0].id]:
+			base = base[1:]
+		default:
+			try(lost[0])
+			lost = lost[1:]
+		}
+		if room-used < 3*scale || misses > 64 {
+			break // full, or only long identifiers left
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// identScore is an index candidate.
+type identScore struct {
+	id    string
+	score float64
+}
+
+func boolF(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scoreIdents ranks the index candidates once per briefing. Scores add up
+// what an identifier is (a path, an exception, a code name things the
+// agent quotes again) and where it comes from: carried by an earlier
+// briefing (it survived before), or used in the span (by the agent, in
+// many messages, lately).
+func (l *layout) scoreIdents() {
+	m := l.m
+	l.baseScore = map[string]float64{}
+	l.msgIDs = map[string]bool{}
+	for _, it := range l.items {
+		for _, id := range it.ids {
+			l.msgIDs[id] = true // a message id is not an identifier of the work
+		}
+	}
+	var order []string
+	add := func(id string, s float64) {
+		if l.msgIDs[id] || messageIDRe.MatchString(id) {
+			return
+		}
+		if _, ok := l.baseScore[id]; !ok {
+			order = append(order, id)
+			l.baseScore[id] = identKindScore(id)
+		}
+		l.baseScore[id] += s
+	}
+	if m.prior != nil {
+		for _, id := range m.prior.index {
+			add(id, 4)
+		}
+	}
+	n := float64(max(1, len(m.steps)))
 	for _, id := range m.idOrder {
 		u := m.ids[id]
 		if ident.IsNumeric(id) && !(u.spoken && u.msgs >= 2) {
@@ -1049,22 +1165,11 @@ func (l *layout) index(text string, room, scale float64) string {
 		s += 1.5 * float64(u.last) / n
 		add(id, s)
 	}
-	cands := make([]cand, 0, len(order))
+	l.ranked = make([]identScore, 0, len(order))
 	for _, id := range order {
-		cands = append(cands, cand{id, score[id]})
+		l.ranked = append(l.ranked, identScore{id, l.baseScore[id]})
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return cands[i].score > cands[j].score })
-	var out []string
-	used := 0.0
-	for _, c := range cands {
-		cost := estimate(c.id+", ") * scale
-		if used+cost > room {
-			continue
-		}
-		used += cost
-		out = append(out, c.id)
-	}
-	return strings.Join(out, ", ")
+	sort.SliceStable(l.ranked, func(i, j int) bool { return l.ranked[i].score > l.ranked[j].score })
 }
 
 // identKindScore ranks an identifier by what it names.
