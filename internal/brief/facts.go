@@ -416,7 +416,9 @@ func listText(o *output, level int) string {
 func outputText(s *step, level int) string {
 	o := &s.f.out
 	if len(o.short) > 0 {
-		return clip(strings.Join(o.short, " | "), []int{320, 160, 80}[level])
+		// A short output is the result: kept whole unless the budget is
+		// at its tightest.
+		return clip(strings.Join(o.short, " | "), []int{400, 300, 120}[level])
 	}
 	first := firstMeaningful(o.lines)
 	if level == levelMin {

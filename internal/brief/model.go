@@ -361,10 +361,12 @@ func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts
 	if thought == "" {
 		return
 	}
-	for _, s := range tf.intents {
-		// An intention with nothing to match a call by is the one the
-		// message's own call carries out; others are matched below.
-		m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: len(msg.ToolCalls) > 0 && len(keyWords(s)) == 0})
+	for k, s := range tf.intents {
+		// The message's last intention, or one with nothing to match a
+		// call by, is what the message's own call carries out; others are
+		// matched below.
+		own := len(msg.ToolCalls) > 0 && (k == len(tf.intents)-1 && !laterRe.MatchString(s) || len(keyWords(s)) == 0)
+		m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: own})
 	}
 	for _, s := range tf.decisions {
 		m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
@@ -383,6 +385,9 @@ var (
 )
 
 func isIntention(s string) bool { return intentRe.MatchString(s) }
+
+// laterRe marks an intention for after the message's own call.
+var laterRe = regexp.MustCompile(`(?i)^(?:after|once|when|then|next|later|finally|afterwards)\b`)
 
 // isDecision keeps a marked sentence that names something (code, a path, an
 // identifier): "it works" alone tells the next agent nothing.
@@ -611,7 +616,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.created = s.id()
 		} else {
 			// A whole rewrite supersedes the edits before it.
-			f.changes = []change{{id: s.id(), what: "rewritten whole (" + cmpOr(op.what, "written") + ")"}}
+			f.changes = []change{{id: s.id(), what: "rewritten whole" + strings.TrimPrefix(op.what, "written")}}
 		}
 		f.deleted = ""
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
@@ -786,6 +791,17 @@ func (m *model) trackError(s *step) {
 	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.lastID()}, key: key, n: s.n, count: 1})
 }
 
+// resolvedFailure reports whether a failed step's error was resolved
+// later in the span.
+func (m *model) resolvedFailure(s *step) bool {
+	for _, e := range m.errors {
+		if e.resolved != "" && slices.Contains(e.ids, s.lastID()) {
+			return true
+		}
+	}
+	return false
+}
+
 // fixBetween names what changed between an error's last failure and the
 // success: files written or edited in between, or the changed arguments.
 func (m *model) fixBetween(e *errState, ok *step) string {
@@ -824,7 +840,7 @@ func (m *model) markIntentions() {
 		if in.done {
 			continue
 		}
-		words := keyWords(in.text)
+		words := append(keyWords(in.text), lineNumbers(in.text)...)
 		low := strings.ToLower(in.text)
 		for _, s := range m.steps[min(in.n, len(m.steps)):] {
 			label := strings.ToLower(s.f.call.label + " " + s.f.call.target)
@@ -850,10 +866,10 @@ func (m *model) markIntentions() {
 
 // intentVerbs are the verbs an intention names a kind of step by.
 var intentVerbs = map[kind][]string{
-	kindSearch: {"search", "find", "grep", "look for", "locate"},
-	kindView:   {"view", "open", "read", "look at", "inspect", "examine", "check", "see"},
-	kindRun:    {"run", "execute", "try"},
-	kindTest:   {"run", "test"},
+	kindSearch: {"search", "find", "grep", "look for", "locate", "verify", "confirm"},
+	kindView:   {"view", "open", "read", "look at", "inspect", "examine", "check", "see", "verify", "confirm"},
+	kindRun:    {"run", "execute", "try", "verify", "confirm", "reproduce"},
+	kindTest:   {"run", "test", "verify", "confirm"},
 	kindWrite:  {"create", "write"},
 	kindEdit:   {"edit", "modify", "change", "fix", "replace", "update", "add", "apply"},
 	kindHTTP:   {"request", "fetch", "upload", "submit", "post"},
@@ -869,6 +885,19 @@ func verbMatches(low string, k kind) bool {
 		}
 	}
 	return false
+}
+
+// lineNumbers returns the numbers of three or more digits a sentence
+// names (line numbers, mostly): a call that reads those lines carries out
+// an intention to look at them.
+func lineNumbers(s string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
+		if len(w) >= 3 {
+			out = appendNew(out, w)
+		}
+	}
+	return out
 }
 
 // containsWord reports whether w occurs in s as a whole word.

@@ -362,7 +362,7 @@ func fileText(f *fileState, level int) string {
 	for _, u := range f.undone {
 		var what []string
 		for _, c := range u.changes {
-			what = append(what, clip(c.what, []int{100, 60, 30}[level])+" ["+c.id+"]")
+			what = append(what, clip(c.what, []int{120, 90, 60}[level])+" ["+c.id+"]")
 		}
 		if len(what) == 0 {
 			what = append(what, "changes")
@@ -548,6 +548,20 @@ func recordSteps(m *model, id string) []*step {
 	return out
 }
 
+// idsOnly reduces a cell to the ids it holds ("HAT099, HAT274"), or "…".
+func idsOnly(v string) string {
+	var ids []string
+	for _, w := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
+		if holdsIDs(w) {
+			ids = append(ids, w)
+		}
+	}
+	if len(ids) == 0 {
+		return "…"
+	}
+	return strings.Join(headLines(ids, 4), ", ") + moreCount(len(ids), 4)
+}
+
 // minCell is the longest cell a table row keeps at its least detail (a
 // date is always kept: policies reason about it).
 const minCell = 16
@@ -614,7 +628,7 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 				case cell > 0:
 					v = clip(v, cell)
 				case len(v) > minCell && !looksLikeDate(v):
-					v = "…"
+					v = idsOnly(v) // a list of flights keeps its flight numbers
 				}
 				vals = append(vals, v)
 			}
@@ -666,6 +680,8 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			p += 2
 		}
 		switch {
+		case s.failed && m.resolvedFailure(s):
+			p -= 1 // its error line says what failed and what fixed it
 		case s.failed:
 			p += 1.5
 		case g.negative:
@@ -713,7 +729,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		p := 7 + 2*recency(e.n)
 		if e.resolved != "" {
 			status = "resolved [" + e.resolved + "] " + e.fix
-			p -= 2.5
+			p -= 1 // what fixed it saves trying the same again
 		}
 		where := ""
 		if e.at != "" {

@@ -121,7 +121,7 @@ func (m *model) lastCheck() string {
 	if check == nil {
 		return "not run or tested since the last change [" + m.steps[lastChange].id() + "]"
 	}
-	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + resultText(m, check, levelShort)
+	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(resultText(m, check, levelShort), 160)
 }
 
 // allNoop reports a step whose every change changes nothing.
@@ -152,7 +152,7 @@ func (m *model) nextText() string {
 	}
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
-		if !in.done && in.n >= len(m.steps)-6 {
+		if !in.done && in.n >= len(m.steps)-2 {
 			return "stated at [" + in.id + "], not yet done: \"" + clip(in.text, 220) + "\""
 		}
 	}
@@ -178,7 +178,22 @@ func (m *model) nextText() string {
 	if m.finished != nil {
 		return "the agent called finish [" + m.finished.id() + "]; see the kept messages."
 	}
-	return "continue from the kept messages below (the span ends at " + m.last + ")."
+	// Nothing stated is open: say where things stand, then hand over.
+	var parts []string
+	if c := m.lastCheck(); strings.HasPrefix(c, "last check") {
+		parts = append(parts, "no stated step is left open; the "+c)
+	}
+	var scratch []string
+	for _, f := range m.sortedFiles() {
+		if f.created != "" && f.deleted == "" {
+			scratch = append(scratch, f.path)
+		}
+	}
+	if len(scratch) > 0 {
+		parts = append(parts, "files created in this span are still present ("+strings.Join(headLines(scratch, 4), ", ")+moreCount(len(scratch), 4)+"): remove them before finishing unless they belong to the result")
+	}
+	parts = append(parts, "continue from the kept messages below (the span ends at "+m.last+").")
+	return strings.Join(parts, "; ")
 }
 
 // lastSentences returns the last n sentences of a text.
