@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	openai "github.com/sashabaranov/go-openai"
@@ -116,8 +117,9 @@ type run struct {
 	src      *source
 	prevText string
 	hint     string
-	ledger   string // the heading and the draft text, appended to every narrative
-	narr     int    // token budget of the narrative
+	ledger   string  // the heading and the draft text, appended to every narrative
+	narr     int     // token budget of the narrative
+	cpt      float64 // characters per token of the span's text
 	attempts []compact.Attempt
 	lastErr  error
 }
@@ -148,6 +150,7 @@ func (c *Cascade) Summarize(ctx context.Context, in compact.SummaryInput) (*comp
 	}
 	r.hint = c.budgetHint(r.count(r.prevText), in.BudgetTokens, max(in.Draft.Depth, prevDepth+1), r.prevText != "")
 	r.src = newSource(in, r.prevText)
+	r.cpt = charsPerToken(in.Span, r.count)
 
 	for _, m := range c.models {
 		if !m.breaker.Allow() {
@@ -206,9 +209,10 @@ func (r *run) level(ctx context.Context, m *model, p Prompt) (*compact.Summary, 
 	shrinks := 0
 	build := func() []openai.ChatCompletionMessage {
 		history := r.serialize(maxChars)
+		pinned := serializePinned(r.in.Pinned, maxChars)
 		return []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: p.Text},
-			{Role: openai.ChatMessageRoleUser, Content: userMessage(history, strings.TrimSpace(r.in.Draft.Text), r.hint, r.narr, p.JSON)},
+			{Role: openai.ChatMessageRoleUser, Content: userMessage(pinned, history, strings.TrimSpace(r.in.Draft.Text), r.hint, r.narr, r.cpt, p.JSON)},
 		}
 	}
 	msgs := build()
@@ -505,4 +509,35 @@ func (r *run) skip(modelName, prompt, reason string) {
 func (r *run) fail(err error) error {
 	r.log.Warn("cascade fell back to the deterministic briefing", "attempts", len(r.attempts), "err", err)
 	return &compact.AttemptsError{Attempts: r.attempts, Err: err}
+}
+
+// charsPerToken measures the span's characters per token on up to
+// sampleChars of its text, clamped to [2, 5]: real agent spans run 3.3 to
+// 3.5 (code, JSON, paths), far from the 4 of English prose.
+func charsPerToken(span []briefd.Message, count func(string) int) float64 {
+	const sampleChars = 200_000
+	var b strings.Builder
+	for i := range span {
+		if b.Len() >= sampleChars {
+			break
+		}
+		if span[i].IsBriefing() {
+			continue
+		}
+		b.WriteString(span[i].Content.String())
+		b.WriteByte('\n')
+		for _, tc := range span[i].ToolCalls {
+			b.WriteString(tc.Function.Arguments)
+			b.WriteByte('\n')
+		}
+	}
+	text := b.String()
+	if len(text) > sampleChars {
+		text = strings.ToValidUTF8(text[:sampleChars], "")
+	}
+	n := count(text)
+	if n <= 0 {
+		return 4
+	}
+	return min(max(float64(utf8.RuneCountInString(text))/float64(n), 2), 5)
 }

@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// Structured is the briefing of the structured prompt (seed 003): each item
+// Structured is the hand-off of the structured prompt (seed 003): each item
 // names the messages it comes from, so the gate can check it.
 type Structured struct {
 	TaskGoal         string            `json:"task_goal"`
 	UserInstructions []Instruction     `json:"user_instructions"`
+	Findings         []Finding         `json:"findings"`
+	Objects          []Object          `json:"objects"`
 	Decisions        []Decision        `json:"decisions"`
-	Artifacts        []Artifact        `json:"artifacts"`
 	Errors           []ErrorResolution `json:"errors"`
 	Progress         []Step            `json:"progress"`
 	PendingActions   []Action          `json:"pending_actions"`
@@ -33,8 +34,15 @@ type Decision struct {
 	SourceIDs []string `json:"source_ids"`
 }
 
-// Artifact is a file, URL or object and its current state.
-type Artifact struct {
+// Finding is something learned and the result that shows it.
+type Finding struct {
+	Finding   string   `json:"finding"`
+	Result    string   `json:"result"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// Object is a file, record or other object in play and its last known state.
+type Object struct {
 	Name      string   `json:"name"`
 	State     string   `json:"state"`
 	SourceIDs []string `json:"source_ids"`
@@ -61,7 +69,7 @@ type Action struct {
 }
 
 // requiredFields are the keys every structured reply must have.
-var requiredFields = []string{"task_goal", "user_instructions", "decisions", "artifacts", "errors", "progress", "pending_actions", "current_state"}
+var requiredFields = []string{"task_goal", "user_instructions", "findings", "objects", "decisions", "errors", "progress", "pending_actions", "current_state"}
 
 // schemaJSON is the JSON schema sent as response_format json_schema
 // (strict: every property required, no others).
@@ -87,8 +95,9 @@ var schemaJSON = func() json.RawMessage {
 		"properties": map[string]any{
 			"task_goal":         str,
 			"user_instructions": obj("quote"),
+			"findings":          obj("finding", "result"),
+			"objects":           obj("name", "state"),
 			"decisions":         obj("decision", "reason"),
-			"artifacts":         obj("name", "state"),
 			"errors":            obj("error", "resolution"),
 			"progress":          progress,
 			"pending_actions":   obj("action"),
@@ -166,8 +175,11 @@ func parseStructured(reply string, src *source, v *violations) *Structured {
 	for i, x := range s.Decisions {
 		item("decisions", i, x.Decision, x.SourceIDs)
 	}
-	for i, x := range s.Artifacts {
-		item("artifacts", i, x.Name, x.SourceIDs)
+	for i, x := range s.Findings {
+		item("findings", i, x.Finding, x.SourceIDs)
+	}
+	for i, x := range s.Objects {
+		item("objects", i, x.Name, x.SourceIDs)
 	}
 	for i, x := range s.Errors {
 		item("errors", i, x.Error, x.SourceIDs)
@@ -223,8 +235,12 @@ func (s *Structured) render() string {
 		x := s.Decisions[i]
 		return fmt.Sprintf("%s (because %s)%s", strings.TrimSpace(x.Decision), strings.TrimSpace(x.Reason), cite(x.SourceIDs))
 	})
-	section("ARTIFACTS", len(s.Artifacts), func(i int) string {
-		x := s.Artifacts[i]
+	section("FINDINGS", len(s.Findings), func(i int) string {
+		x := s.Findings[i]
+		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Finding), strings.TrimSpace(x.Result), cite(x.SourceIDs))
+	})
+	section("OBJECTS", len(s.Objects), func(i int) string {
+		x := s.Objects[i]
 		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Name), strings.TrimSpace(x.State), cite(x.SourceIDs))
 	})
 	section("ERRORS", len(s.Errors), func(i int) string {

@@ -32,7 +32,11 @@ type SummaryInput struct {
 	Tenant         string
 	// Span holds the messages being replaced, in order. When it begins
 	// with an earlier briefing message, Previous holds that briefing.
-	Span     []briefd.Message
+	Span []briefd.Message
+	// Pinned holds the messages kept verbatim before the briefing (system
+	// prompts, the first user message, pinned messages): they state the
+	// task and its rules, and are never part of the briefing.
+	Pinned   []briefd.Message
 	Previous *briefd.Briefing
 	// Draft is the deterministic evidence briefing of the span: its ledger
 	// must be carried into the model's briefing verbatim, and it is the
