@@ -88,10 +88,12 @@ const (
 	classCanceled
 	// classSpend: the spend guard refused the request; stop everything.
 	classSpend
+	// classOpen: the model's circuit breaker refused the request; next model.
+	classOpen
 )
 
 func (c errClass) String() string {
-	return [...]string{"retryable", "timeout", "permanent", "context length", "response format", "bad response", "canceled", "spend limit"}[c]
+	return [...]string{"retryable", "timeout", "permanent", "context length", "response format", "bad response", "canceled", "spend limit", "circuit open"}[c]
 }
 
 // callError is a failed request with its class.

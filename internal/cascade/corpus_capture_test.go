@@ -35,39 +35,6 @@ var (
 	captureMin = flag.String("corpus.min-briefing-tokens", "", "per-conversation --min-briefing-tokens, id=N,id=N (short spans need room for a narrative)")
 )
 
-// corpusInput is what the replay needs of one conversation: the cascade's
-// input, as the engine built it at capture time, with its provenance.
-type corpusInput struct {
-	Conversation string `json:"conversation"`
-	Source       string `json:"source"`
-	SourceCommit string `json:"source_commit"`
-	SourceItem   string `json:"source_item,omitempty"`
-	License      string `json:"license"`
-	// Messages is the length of the whole history, Cut the prefix kept
-	// by the freeze.
-	Messages int `json:"messages"`
-	Cut      int `json:"cut"`
-	// Command is the equivalent `worker compact` invocation.
-	Command       string           `json:"command"`
-	PromptVersion string           `json:"prompt_version"`
-	Encoding      string           `json:"encoding"`
-	BoundaryID    string           `json:"boundary_id"`
-	BudgetTokens  int              `json:"budget_tokens"`
-	Pinned        []briefd.Message `json:"pinned"`
-	Span          []briefd.Message `json:"span"`
-	Previous      *briefd.Briefing `json:"previous,omitempty"`
-	Draft         corpusDraft      `json:"draft"`
-}
-
-// corpusDraft is the deterministic ledger the cascade carried: only the
-// narrow interface it depends on (text and structured JSON).
-type corpusDraft struct {
-	Text         string          `json:"text"`
-	Structured   json.RawMessage `json:"structured,omitempty"`
-	Depth        int             `json:"depth"`
-	BudgetTokens int             `json:"budget_tokens"`
-}
-
 // cutIndex ports eval_quality.py's cut_index: the largest n <= frac*len
 // such that msgs[:n] leaves no tool call unanswered and does not end on a
 // user message.

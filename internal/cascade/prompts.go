@@ -93,18 +93,22 @@ func lengthChars(tokens int, charsPerToken float64) int {
 	return int(float64(tokens)*charsPerToken*0.95) / 10 * 10
 }
 
-// feedbackMessage lists the violations of a rejected reply so the model
-// can correct it once.
-func feedbackMessage(vs []string, isJSON bool) string {
+// feedbackMessage lists what the gate found wrong with a reply, so the
+// model can correct it once. A completed step that a message does show
+// is answered with that message's id to cite, never with a request to
+// relabel it: a compliant model would otherwise under-report verified work.
+func feedbackMessage(j *judgement, narrativeTokens int, charsPerToken float64, isJSON bool) string {
 	var b strings.Builder
 	b.WriteString("Your reply was rejected by the briefing checks:\n")
-	for _, v := range vs {
+	for _, v := range j.order {
 		b.WriteString("- " + v + "\n")
 	}
+	fmt.Fprintf(&b, "Keep every statement a message shows, with the id of that message, and stay under %d tokens (about %d characters). ",
+		narrativeTokens, lengthChars(narrativeTokens, charsPerToken))
 	if isJSON {
 		b.WriteString("Write the JSON object again from the same history, fixing every point. Reply with the corrected JSON object only.")
 	} else {
-		b.WriteString("Write the briefing again from the same history, fixing every point. Reply with the complete corrected briefing only.")
+		b.WriteString("Write the hand-off again from the same history, fixing every point. Reply with the complete corrected hand-off only.")
 	}
 	return b.String()
 }

@@ -19,15 +19,6 @@ var tagNeutralizer = strings.NewReplacer(
 	"<kept-messages", "‹kept-messages", "</kept-messages", "‹/kept-messages",
 )
 
-// leakTags are the wrapper tags an accepted briefing must not contain.
-var leakTags = []string{
-	"<compacted-history", "</compacted-history",
-	"<previous-chat-history", "</previous-chat-history",
-	"<history", "</history", "<message", "</message",
-	"<evidence-ledger", "</evidence-ledger",
-	"<kept-messages", "</kept-messages",
-}
-
 const maxArgChars = 300
 
 // serializeSpan renders the span for the model in the Stagewise style: one

@@ -125,55 +125,55 @@ func extractJSON(reply string) (string, bool) {
 }
 
 // parseStructured decodes and validates a structured reply against the
-// schema and the source; violations say what is wrong.
-func parseStructured(reply string, src *source, v *violations) *Structured {
+// schema and the source: format (JSON, fields, types), cited ids
+// (identifier) and user instructions (verbatim in a user message).
+func parseStructured(reply string, src *source, j *judgement) *Structured {
+	j.check(RuleFormat, RuleIdentifier, RuleUserInstruction)
 	raw, ok := extractJSON(reply)
 	if !ok {
-		v.add("the reply is not a JSON object")
+		j.fail(RuleFormat, "the reply is not a JSON object")
 		return nil
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(raw), &keys); err != nil {
-		v.add("the reply is not valid JSON: %v", err)
+		j.fail(RuleFormat, "the reply is not valid JSON: %v", err)
 		return nil
 	}
 	for _, f := range requiredFields {
 		if k, ok := keys[f]; !ok || bytes.Equal(bytes.TrimSpace(k), []byte("null")) {
-			v.add("required field %q is missing", f)
+			j.fail(RuleFormat, "required field %q is missing", f)
 		}
 	}
 	var s Structured
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		v.add("a field has the wrong type: %v", err)
+		j.fail(RuleFormat, "a field has the wrong type: %v", err)
 		return nil
 	}
 	if strings.TrimSpace(s.TaskGoal) == "" {
-		v.add("task_goal is empty")
+		j.fail(RuleFormat, "task_goal is empty")
 	}
 	if strings.TrimSpace(s.CurrentState) == "" {
-		v.add("current_state is empty")
+		j.fail(RuleFormat, "current_state is empty")
 	}
 	item := func(field string, i int, text string, ids []string) {
 		if strings.TrimSpace(text) == "" {
-			v.add("%s[%d] is empty", field, i)
+			j.fail(RuleFormat, "%s[%d] is empty", field, i)
 		}
 		if len(ids) == 0 {
-			v.add("%s[%d] has no source_ids", field, i)
+			j.fail(RuleFormat, "%s[%d] has no source_ids", field, i)
 		}
 		for _, id := range ids {
 			if !src.ids[id] {
-				v.add("%s[%d] cites %q, which is not a message id of the history", field, i, id)
+				j.fail(RuleIdentifier, "%s[%d] cites %q, which is not a message id of the history", field, i, id)
 			}
 		}
 	}
 	for i, x := range s.UserInstructions {
 		item("user_instructions", i, x.Quote, x.SourceIDs)
-		if q := collapse(x.Quote); q != "" && !strings.Contains(src.userCorpus, q) {
-			v.add("user_instructions[%d] %q is not a verbatim quote of a user message; never add an instruction the user did not give", i, clip(q, 200))
+		if q := strings.TrimSpace(x.Quote); q != "" && !src.fromUser(q) {
+			j.fail(RuleUserInstruction, "user_instructions[%d] %q is not in any user message: quote users exactly, and never present an assistant's, a tool's or an error message's words as the user's",
+				i, clip(q, 200))
 		}
-	}
-	for i, x := range s.Decisions {
-		item("decisions", i, x.Decision, x.SourceIDs)
 	}
 	for i, x := range s.Findings {
 		item("findings", i, x.Finding, x.SourceIDs)
@@ -181,19 +181,18 @@ func parseStructured(reply string, src *source, v *violations) *Structured {
 	for i, x := range s.Objects {
 		item("objects", i, x.Name, x.SourceIDs)
 	}
+	for i, x := range s.Decisions {
+		item("decisions", i, x.Decision, x.SourceIDs)
+	}
 	for i, x := range s.Errors {
 		item("errors", i, x.Error, x.SourceIDs)
 	}
 	for i, x := range s.Progress {
 		item("progress", i, x.Step, x.SourceIDs)
 		switch x.Status {
-		case "completed":
-			if !src.anySuccess(x.SourceIDs) {
-				v.add("progress[%d] is completed but none of %v shows explicit success; use in_progress or failed", i, x.SourceIDs)
-			}
-		case "in_progress", "failed":
+		case "completed", "in_progress", "failed":
 		default:
-			v.add("progress[%d] has status %q; use completed, in_progress or failed", i, x.Status)
+			j.fail(RuleFormat, "progress[%d] has status %q; use completed, in_progress or failed", i, x.Status)
 		}
 	}
 	for i, x := range s.PendingActions {
@@ -202,8 +201,54 @@ func parseStructured(reply string, src *source, v *violations) *Structured {
 	return &s
 }
 
-// render writes the structured briefing as the plain text the agent reads.
-// User instructions are quoted; every item cites its messages.
+// structuredClaims returns the completion claims of a structured reply:
+// each "completed" step with its source_ids, and the prose claims of the
+// findings, objects, errors and current state.
+func (src *source) structuredClaims(s *Structured) []claim {
+	var out []claim
+	for _, x := range s.Progress {
+		if x.Status == "completed" {
+			out = append(out, src.newClaim(x.Step, src.knownIDs(x.SourceIDs), true))
+		}
+	}
+	prose := func(text string, ids []string) {
+		for _, cl := range clauseSpans(maskQuotes(text)) {
+			for _, c := range src.proseClaims(maskQuotes(text)[cl[0]:cl[1]]) {
+				// An item's source_ids cite the item, not each of its
+				// clauses: the claim may rest on any message.
+				c.cited, c.explicit = src.knownIDs(ids), false
+				c.quotes = quotedOutputs(text[cl[0]:cl[1]])
+				out = append(out, c)
+			}
+		}
+	}
+	for _, x := range s.Findings {
+		prose(x.Finding+"; "+x.Result, x.SourceIDs)
+	}
+	for _, x := range s.Objects {
+		prose(x.Name+" "+x.State, x.SourceIDs)
+	}
+	for _, x := range s.Errors {
+		prose(x.Error+"; "+x.Resolution, x.SourceIDs)
+	}
+	prose(s.CurrentState, nil)
+	return out
+}
+
+// knownIDs returns the ids of ids that name messages of the history.
+func (src *source) knownIDs(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if src.ids[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// render writes the structured hand-off as the plain text the agent
+// reads, in the order of the normal prompt. User instructions are quoted;
+// every item cites its messages.
 func (s *Structured) render() string {
 	var b strings.Builder
 	cite := func(ids []string) string {
@@ -226,15 +271,6 @@ func (s *Structured) render() string {
 		x := s.UserInstructions[i]
 		return fmt.Sprintf("\"%s\"%s", strings.TrimSpace(x.Quote), cite(x.SourceIDs))
 	})
-	section("PROGRESS", len(s.Progress), func(i int) string {
-		x := s.Progress[i]
-		status := map[string]string{"completed": "COMPLETED", "in_progress": "IN-PROGRESS", "failed": "FAILED"}[x.Status]
-		return fmt.Sprintf("%s: %s%s", status, strings.TrimSpace(x.Step), cite(x.SourceIDs))
-	})
-	section("DECISIONS", len(s.Decisions), func(i int) string {
-		x := s.Decisions[i]
-		return fmt.Sprintf("%s (because %s)%s", strings.TrimSpace(x.Decision), strings.TrimSpace(x.Reason), cite(x.SourceIDs))
-	})
 	section("FINDINGS", len(s.Findings), func(i int) string {
 		x := s.Findings[i]
 		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Finding), strings.TrimSpace(x.Result), cite(x.SourceIDs))
@@ -243,14 +279,23 @@ func (s *Structured) render() string {
 		x := s.Objects[i]
 		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Name), strings.TrimSpace(x.State), cite(x.SourceIDs))
 	})
+	section("DECISIONS", len(s.Decisions), func(i int) string {
+		x := s.Decisions[i]
+		return fmt.Sprintf("%s (because %s)%s", strings.TrimSpace(x.Decision), strings.TrimSpace(x.Reason), cite(x.SourceIDs))
+	})
 	section("ERRORS", len(s.Errors), func(i int) string {
 		x := s.Errors[i]
 		return fmt.Sprintf("%s -> %s%s", strings.TrimSpace(x.Error), strings.TrimSpace(x.Resolution), cite(x.SourceIDs))
 	})
+	section("PROGRESS", len(s.Progress), func(i int) string {
+		x := s.Progress[i]
+		status := map[string]string{"completed": "COMPLETED", "in_progress": "IN-PROGRESS", "failed": "FAILED"}[x.Status]
+		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Step), status, cite(x.SourceIDs))
+	})
+	fmt.Fprintf(&b, "\nCURRENT STATE: %s\n", strings.TrimSpace(s.CurrentState))
 	section("NEXT", len(s.PendingActions), func(i int) string {
 		x := s.PendingActions[i]
 		return strings.TrimSpace(x.Action) + cite(x.SourceIDs)
 	})
-	fmt.Fprintf(&b, "\nCURRENT STATE: %s\n", strings.TrimSpace(s.CurrentState))
 	return strings.TrimSpace(b.String())
 }

@@ -65,6 +65,24 @@ type Attempt struct {
 	Outcome string        `json:"outcome"` // "accepted", "error", "rejected", "skipped"
 	Error   string        `json:"error,omitempty"`
 	Elapsed time.Duration `json:"duration_ns"`
+	// Feedback marks a reply written after the Summarizer sent the model
+	// its verdicts on the previous reply.
+	Feedback bool `json:"feedback,omitempty"`
+	// Verdicts is the acceptance gate's judgement of the reply, one per
+	// rule checked, for an accepted or rejected attempt.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+}
+
+// Verdict is the judgement of one reply by one rule of a Summarizer's
+// acceptance gate.
+type Verdict struct {
+	// Rule names the rule ("completion", "user_instruction", ...).
+	Rule string `json:"rule"`
+	// Passed is false when the reply broke the rule.
+	Passed bool `json:"passed"`
+	// Failures says what broke it: the claim, the identifier, the
+	// instruction (a few, clipped).
+	Failures []string `json:"failures,omitempty"`
 }
 
 // AttemptsError is returned by a Summarizer that tried and failed: the
