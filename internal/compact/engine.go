@@ -136,6 +136,9 @@ type Result struct {
 	Messages []briefd.Message
 	// Attempts lists the summarizer's calls, if any.
 	Attempts []Attempt
+	// SummarizerError says why the summarizer's briefing was not used,
+	// when a summarizer was asked and failed: the deterministic one was kept.
+	SummarizerError string
 	// TokensBefore counts the input history.
 	TokensBefore int
 	// BudgetTokens is the briefing budget that applied: the configured
@@ -242,6 +245,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		case err != nil:
 			log.Warn("summarizer failed; keeping the deterministic briefing", "err", err, "attempts", len(attempts))
 			reason += "; summarizer failed, deterministic briefing kept: " + err.Error()
+			res.SummarizerError = err.Error()
 		default:
 			b.Text, b.Structured, b.Tier = sum.Text, sum.Structured, sum.Tier
 			b.Model, b.PromptVersion = sum.Model, sum.PromptVersion
