@@ -68,7 +68,7 @@ func (s *source) checkInstruction(unit string, j *judgement) {
 	if len(stems) < 2 {
 		return // "none beyond the task", "see the ledger"
 	}
-	if got := s.paraphraseSupport(stems); got < minSupport {
+	if got := s.paraphraseSupport(rest, stems); got < minSupport {
 		j.fail(RuleUserInstruction, "the user instruction %q is not what any user message says: paraphrase users faithfully or quote them, and never add an instruction no user gave",
 			clip(collapse(unit), 200))
 	}
@@ -106,17 +106,27 @@ func (s *source) fromUser(q string) bool {
 
 // paraphraseSupport returns the largest share of stems found within one
 // window of a user message, the window being about three times as many
-// words as the instruction has content words.
-func (s *source) paraphraseSupport(stems []string) float64 {
+// words as the instruction has content words. A passage that negates what
+// the instruction asserts ("never push to main" for "push directly to
+// main"), or asserts what it negates, is no support at all.
+func (s *source) paraphraseSupport(instruction string, stems []string) float64 {
 	want := map[string]bool{}
 	for _, st := range stems {
 		want[st] = true
+	}
+	iseq := seqStems(instruction)
+	instrNeg := negatedStems(iseq)
+	instrHasNeg := false
+	for _, st := range iseq {
+		if negStems[st] || negativeStems[st] {
+			instrHasNeg = true
+		}
 	}
 	window := max(12, 3*len(stems))
 	best := 0
 	for _, u := range s.usersStems {
 		count := map[string]int{}
-		have := 0
+		have, bestHere, bestEnd := 0, 0, 0
 		for i, st := range u {
 			if want[st] {
 				if count[st] == 0 {
@@ -133,10 +143,83 @@ func (s *source) paraphraseSupport(stems []string) float64 {
 					}
 				}
 			}
-			best = max(best, have)
+			if have > bestHere {
+				bestHere, bestEnd = have, i+1
+			}
+		}
+		if bestHere <= best {
+			continue
+		}
+		lo := max(0, bestEnd-window)
+		negated, plain := occurrences(u, lo, bestEnd, want)
+		flipped := false
+		for st := range want {
+			// The user only ever negates it, the instruction never does;
+			// or the instruction negates what the user only asserts.
+			if negated[st] && !plain[st] && !instrHasNeg || instrNeg[st] && plain[st] && !negated[st] {
+				flipped = true
+			}
+		}
+		if !flipped {
+			best = bestHere
 		}
 	}
 	return float64(best) / float64(len(stems))
+}
+
+// negStems are the stems of negations; negativeStems of words that say
+// something is absent or refused ("unknown", "avoid").
+var (
+	negStems      = toSet(`not no never don doesn didn won can cannot canno witho nor neith`)
+	negativeStems = toSet(`unkno missi lack forbi prohi refus decli unabl none nothi avoid`)
+)
+
+// negatedStems returns the stems of seq preceded by a negation within three
+// words.
+func negatedStems(seq []string) map[string]bool {
+	out := map[string]bool{}
+	for i, st := range seq {
+		for k := max(0, i-3); k < i; k++ {
+			if negStems[seq[k]] {
+				out[st] = true
+			}
+		}
+	}
+	return out
+}
+
+// occurrences reports, for each wanted stem in seq[lo:hi], whether it
+// occurs negated (a negation within three words before) and whether it
+// occurs plain.
+func occurrences(seq []string, lo, hi int, want map[string]bool) (negated, plain map[string]bool) {
+	negated, plain = map[string]bool{}, map[string]bool{}
+	for i := lo; i < hi; i++ {
+		st := seq[i]
+		if !want[st] {
+			continue
+		}
+		neg := false
+		for k := max(0, i-3); k < i; k++ {
+			if negStems[seq[k]] {
+				neg = true
+			}
+		}
+		if neg {
+			negated[st] = true
+		} else {
+			plain[st] = true
+		}
+	}
+	return negated, plain
+}
+
+// seqStems returns the stems of the words of s, in order.
+func seqStems(s string) []string {
+	var out []string
+	for _, w := range words(s, 2) {
+		out = append(out, stem(w))
+	}
+	return out
 }
 
 // instructionUnits splits an instructions section into instructions:

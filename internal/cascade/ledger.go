@@ -65,9 +65,19 @@ func (r *run) fitLedger(narrative string) (string, int, int) {
 			order = append(order, i)
 		}
 	}
-	removed, touched := 0, 0
+	// removed estimates the tokens saved from the lines' own counts; the
+	// budget check is always on the exact count of the wrapped text.
+	nInit, removed, touched := n, 0, 0
+	measure := func() {
+		final = compose(r.trimNote(drop, lines, touched))
+		n = r.count(briefd.WrapBriefing(final))
+		removed = nInit - n
+	}
 	over := n - r.in.BudgetTokens + 16 // room for the note
 	for _, i := range order {
+		if removed+costs[i] > limit && touched > 0 {
+			measure() // the estimates run high: re-measure before shortening
+		}
 		if removed >= limit {
 			break
 		}
@@ -88,8 +98,8 @@ func (r *run) fitLedger(narrative string) (string, int, int) {
 		if removed < over {
 			continue
 		}
-		final = compose(r.trimNote(drop, lines, touched))
-		if n = r.count(briefd.WrapBriefing(final)); n <= r.in.BudgetTokens {
+		measure()
+		if n <= r.in.BudgetTokens {
 			return final, n, touched
 		}
 		over = removed + n - r.in.BudgetTokens

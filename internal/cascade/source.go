@@ -169,11 +169,7 @@ func newSource(in compact.SummaryInput, prevText string) *source {
 	s.quotes = normQuote(all.String())
 	for _, u := range s.users {
 		s.usersNorm = append(s.usersNorm, normQuote(u))
-		var st []string
-		for _, w := range words(u, 2) {
-			st = append(st, stem(w))
-		}
-		s.usersStems = append(s.usersStems, st)
+		s.usersStems = append(s.usersStems, seqStems(u))
 	}
 	return s
 }
