@@ -63,6 +63,22 @@ type model struct {
 	// format is the response_format level for JSON prompts: 0 json_schema,
 	// 1 json_object, 2 none. It only goes up, when the endpoint rejects one.
 	format atomic.Int32
+	// completionTokens is the reply-limit parameter the endpoint takes:
+	// 0 as configured, 1 max_completion_tokens, 2 max_tokens. It changes
+	// when the endpoint refuses the one sent.
+	completionTokens atomic.Int32
+}
+
+// useCompletionTokens reports whether the reply limit goes as
+// max_completion_tokens.
+func (m *model) useCompletionTokens() bool {
+	switch m.completionTokens.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return isReasoningModel(m.Name) || m.MaxCompletionTokens
 }
 
 // New returns a Cascade for cfg (defaults applied, then validated).
@@ -299,6 +315,7 @@ func (r *run) request(ctx context.Context, m *model, p Prompt, label string, msg
 	eb.MaxElapsedTime = 0 // bounded by MaxRetries and the caller's context
 	eb.Clock = cfg.Clock
 	eb.Reset()
+	limitSwitched := false
 	retries := uint64(0)
 	if cfg.MaxRetries > 0 {
 		retries = uint64(cfg.MaxRetries)
@@ -338,6 +355,21 @@ func (r *run) request(ctx context.Context, m *model, p Prompt, label string, msg
 		r.log.Warn("model request failed", "model", m.Name, "prompt", label, "class", cls.String(), "status", info.status, "err", clip(err.Error(), 300))
 		ce := &callError{cls, fmt.Errorf("%s: %w", m.Name, err)}
 		switch cls {
+		case classLimit:
+			// Send the other parameter once; reasoning models take only
+			// max_completion_tokens (go-openai refuses max_tokens for them).
+			sent := int32(2)
+			if m.useCompletionTokens() {
+				sent = 1
+			}
+			if !limitSwitched && !(sent == 1 && isReasoningModel(m.Name)) {
+				limitSwitched = true
+				m.completionTokens.Store(3 - sent)
+				m.breaker.Success() // the endpoint answered; it only refused the parameter
+				continue
+			}
+			m.breaker.Failure()
+			return "", "", 0, &callError{classPermanent, ce.err}
 		case classFormat:
 			if p.JSON && m.format.Load() < 2 {
 				m.format.Add(1)
@@ -379,7 +411,7 @@ func (r *run) buildRequest(m *model, p Prompt, msgs []openai.ChatCompletionMessa
 		// not the model's whole allowance: a runaway reply stops early.
 		maxOut = min(maxOut, max(2*r.narr, 256))
 	}
-	if reasoning || m.MaxCompletionTokens {
+	if m.useCompletionTokens() {
 		req.MaxCompletionTokens = maxOut
 	} else {
 		req.MaxTokens = maxOut
