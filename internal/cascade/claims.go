@@ -581,7 +581,8 @@ func outputHas(e msgEvidence, quotes []string) bool {
 type tie struct {
 	idents []string // must occur in the message when there are any
 	code   []string // one occurring suffices
-	stems  []string // min(2, len) must occur
+	stems  []string // min(2, len) must occur, or one rare one
+	rare   map[string]bool
 	// unknown: the claim names code no message has; it ties to nothing.
 	unknown bool
 	// union, when set, is the evidence of every cited message: the tie is
@@ -639,6 +640,12 @@ func (s *source) newTie(subject string, extract func(string) []string) tie {
 			continue
 		}
 		t.stems = append(t.stems, st)
+		if s.stepDF[st] == 1 {
+			if t.rare == nil {
+				t.rare = map[string]bool{}
+			}
+			t.rare[st] = true
+		}
 	}
 	return t
 }
@@ -700,6 +707,9 @@ func (t tie) strictIn(text string, stems map[string]bool) bool {
 	n := 0
 	for _, st := range t.stems {
 		if stems[st] {
+			if t.rare[st] {
+				return true // a word of one step only names that step
+			}
 			n++
 		}
 	}
@@ -722,20 +732,24 @@ func (t tie) lenient(m *srcMsg) bool {
 	return true
 }
 
-// shownBy reports a message output that shows the content a change claim
-// names: its code names and numbers (line numbers, values), all of them,
-// at least one. The file or record changed is what a listing names
-// anyway: it proves nothing changed in it.
+// shownBy reports a listing that shows the content a change claim names:
+// every code name and number of the claim in the output, and either a code
+// name among them or two numbers or more. The file or record changed is
+// what a listing names anyway, and one line number only says where: that
+// proves nothing changed.
 func (t tie) shownBy(output string) bool {
-	if len(t.code) == 0 {
-		return false
-	}
+	names, numbers := 0, 0
 	for _, x := range t.code {
 		if !containsToken(output, x) {
 			return false
 		}
+		if isDigits(x) {
+			numbers++
+		} else {
+			names++
+		}
 	}
-	return true
+	return names > 0 || numbers >= 2
 }
 
 // anyStem reports whether text has a word of one of the stems.

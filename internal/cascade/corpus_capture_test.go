@@ -33,6 +33,7 @@ var (
 	captureDir = flag.String("corpus.capture", "", "capture the corpus inputs from the histories in this directory")
 	captureIDs = flag.String("corpus.ids", "", "comma-separated conversation ids to capture")
 	captureMin = flag.String("corpus.min-briefing-tokens", "", "per-conversation --min-briefing-tokens, id=N,id=N (short spans need room for a narrative)")
+	captureOut = flag.String("corpus.out", filepath.Join("testdata", "corpus"), "directory the captured inputs are written to")
 )
 
 // cutIndex ports eval_quality.py's cut_index: the largest n <= frac*len
@@ -154,7 +155,7 @@ func captureOne(t *testing.T, id string, minBriefing int) {
 		Pinned: in.Pinned, Span: in.Span, Previous: in.Previous,
 		Draft: corpusDraft{Text: in.Draft.Text, Structured: in.Draft.Structured, Depth: in.Draft.Depth, BudgetTokens: in.Draft.BudgetTokens},
 	}
-	dir := filepath.Join("testdata", "corpus", id)
+	dir := filepath.Join(*captureOut, id)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -81,12 +81,12 @@ func (r corpusReply) lie() bool    { return strings.HasPrefix(r.Kind, "lie/") }
 func (r corpusReply) isJSON() bool { return strings.HasPrefix(strings.TrimSpace(r.Text), "{") }
 func (r corpusReply) id() string   { return r.Conv + "/" + r.Name }
 
-// loadCorpus reads every conversation of testdata/corpus.
-func loadCorpus(t *testing.T) (map[string]*corpusInput, []corpusReply) {
+// loadCorpus reads every conversation of testdata/<name>.
+func loadCorpus(t *testing.T, name string) (map[string]*corpusInput, []corpusReply) {
 	t.Helper()
-	dirs, err := filepath.Glob(filepath.Join("testdata", "corpus", "*", "input.json"))
+	dirs, err := filepath.Glob(filepath.Join("testdata", name, "*", "input.json"))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no corpus under testdata/corpus (%v)", err)
+		t.Fatalf("no corpus under testdata/%s (%v)", name, err)
 	}
 	inputs := map[string]*corpusInput{}
 	var replies []corpusReply
@@ -355,8 +355,15 @@ type kindStats struct {
 	misses                                                                       []string
 }
 
-func TestCorpus(t *testing.T) {
-	inputs, replies := loadCorpus(t)
+func TestCorpus(t *testing.T) { replayCorpus(t, "corpus", enforceCorpusTargets) }
+
+// TestHeldOut replays replies written after the gate was tuned on the
+// corpus, to conversations it never saw (testdata/heldout): it reports,
+// it does not enforce.
+func TestHeldOut(t *testing.T) { replayCorpus(t, "heldout", false) }
+
+func replayCorpus(t *testing.T, name string, enforce bool) {
+	inputs, replies := loadCorpus(t, name)
 	counters := map[string]*compact.TokenCounter{}
 	stats := map[string]*kindStats{}
 	for _, r := range replies {
@@ -397,14 +404,16 @@ func TestCorpus(t *testing.T) {
 		}
 		if o.proposed {
 			s.proposed++
-			if r.lie() && r.Rule == RuleCompletion {
+			if r.lie() && r.Rule == "completion" {
 				s.misses = append(s.misses, fmt.Sprintf("%s: the feedback proposed evidence for the lie", r.Name+"@"+r.Conv))
 			}
 		}
 		switch {
 		case r.lie() && !o.rightReason(r):
 			s.misses = append(s.misses, fmt.Sprintf("%s: %s", r.Name+"@"+r.Conv, missReason(o, r)))
-		case !r.lie() && !o.firstAccepted:
+		case r.Kind == "sloppy/miscited" && (!o.finalAccepted || o.relabelled):
+			s.misses = append(s.misses, fmt.Sprintf("%s: not accepted with its evidence after feedback [%s] %s", r.Conv, strings.Join(o.firstRules, ","), clip(o.firstDetail, 400)))
+		case !r.lie() && r.Kind != "sloppy/miscited" && !o.firstAccepted:
 			s.misses = append(s.misses, fmt.Sprintf("%s: rejected first [%s] %s", r.Conv, strings.Join(o.firstRules, ","), clip(o.firstDetail, 400)))
 		}
 	}
@@ -434,7 +443,7 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 	t.Log(b.String())
-	if !enforceCorpusTargets {
+	if !enforce {
 		return
 	}
 	for _, k := range kinds {
@@ -478,7 +487,7 @@ func pct(a, n int) float64 {
 
 // Every input carries what the replay needs, and every reply its label.
 func TestCorpusWellFormed(t *testing.T) {
-	inputs, replies := loadCorpus(t)
+	inputs, replies := loadCorpus(t, "corpus")
 	sources := map[string]bool{}
 	for id, in := range inputs {
 		if len(in.Span) == 0 || in.Draft.Text == "" || in.BudgetTokens <= 0 || in.License == "" || in.Source == "" {

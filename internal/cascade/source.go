@@ -5,6 +5,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/compact"
@@ -36,6 +37,9 @@ type source struct {
 	// df counts, per stem, the span messages that contain it: a word most
 	// messages share ("reservation", "django") names no particular step.
 	df map[string]int
+	// stepDF counts, per stem, the steps (a call and its result are one)
+	// that contain it: a word of one step only names that step.
+	stepDF map[string]int
 }
 
 // srcMsg is one span message as evidence.
@@ -82,7 +86,7 @@ func (m *srcMsg) bundle() string {
 }
 
 func newSource(in compact.SummaryInput, prevText string) *source {
-	s := &source{ids: map[string]bool{}, msgs: map[string]*srcMsg{}, df: map[string]int{}}
+	s := &source{ids: map[string]bool{}, msgs: map[string]*srcMsg{}, df: map[string]int{}, stepDF: map[string]int{}}
 	var all strings.Builder
 	add := func(text string) {
 		if text != "" {
@@ -158,13 +162,30 @@ func newSource(in compact.SummaryInput, prevText string) *source {
 			s.df[st]++
 		}
 	}
-	// A tool result and the call that asked for it are one step: the
-	// result carries the assistant's words about it too.
+	// What ties a claim to a step is the step's call, its result and
+	// what the assistant said it was doing: the end of its message, not a
+	// long deliberation before it. A result and its call are one step.
 	for _, m := range s.order {
-		if m.partner != nil && m.role == briefd.RoleTool {
-			maps.Copy(m.stems, m.partner.stems)
+		switch {
+		case m.role == briefd.RoleAssistant && len(m.calls) > 0:
+			m.stems = stemSet(intent(m.text) + "\n" + m.bundle())
+		case m.role == briefd.RoleTool && m.partner != nil:
+			maps.Copy(m.stems, stemSet(intent(m.partner.text)))
 		}
 	}
+	for _, m := range s.order {
+		if m.role == briefd.RoleTool && m.partner != nil {
+			continue // counted with its call
+		}
+		step := maps.Clone(m.stems)
+		if m.partner != nil {
+			maps.Copy(step, m.partner.stems)
+		}
+		for st := range step {
+			s.stepDF[st]++
+		}
+	}
+
 	s.corpus = collapse(all.String())
 	s.quotes = normQuote(all.String())
 	for _, u := range s.users {
@@ -172,6 +193,23 @@ func newSource(in compact.SummaryInput, prevText string) *source {
 		s.usersStems = append(s.usersStems, seqStems(u))
 	}
 	return s
+}
+
+// intentChars is how much of an assistant message's end states what its
+// call does.
+const intentChars = 400
+
+// intent returns the end of an assistant message: where agents say what
+// the call they make is for ("I will revert the file...").
+func intent(text string) string {
+	if len(text) <= intentChars {
+		return text
+	}
+	cut := len(text) - intentChars
+	for cut < len(text) && !utf8.RuneStart(text[cut]) {
+		cut++
+	}
+	return text[cut:]
 }
 
 // callByID returns the call of calls whose id is id, found through the
