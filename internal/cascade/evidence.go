@@ -48,6 +48,17 @@ type msgEvidence struct {
 }
 
 func (s *source) evidence(m *srcMsg) msgEvidence {
+	if m.ev != nil {
+		return *m.ev
+	}
+	e := s.readEvidence(m)
+	m.ev = &e
+	return e
+}
+
+// readEvidence reads what m shows; evidence caches it, since every claim
+// may look at every message.
+func (s *source) readEvidence(m *srcMsg) msgEvidence {
 	var e msgEvidence
 	raw := strings.Join(m.results, "\n")
 	e.raw = raw

@@ -17,7 +17,7 @@ import (
 // on real conversations.
 
 // gateRun returns a run ready to judge replies against in.
-func gateRun(t *testing.T, in compact.SummaryInput) *run {
+func gateRun(t testing.TB, in compact.SummaryInput) *run {
 	t.Helper()
 	c, err := New(Config{Models: []ModelConfig{{Name: "m"}}})
 	if err != nil {
@@ -37,7 +37,7 @@ func gateRun(t *testing.T, in compact.SummaryInput) *run {
 
 // failedRules judges reply and returns the rules it broke, with the text
 // of the failures.
-func failedRules(t *testing.T, r *run, reply string) ([]string, string) {
+func failedRules(t testing.TB, r *run, reply string) ([]string, string) {
 	t.Helper()
 	_, _, j := r.accept(reply, "stop", Prompts()["normal"])
 	var rules []string
@@ -289,5 +289,24 @@ func TestBreakerGatesRetriesInFlight(t *testing.T) {
 	}
 	if c.BreakerState("down") != "open" {
 		t.Errorf("breaker %s", c.BreakerState("down"))
+	}
+}
+
+// An earlier briefing's user section is what users wrote; the rest of it is
+// a summary, which no user instruction may quote.
+func TestEarlierBriefingUserSection(t *testing.T) {
+	prev := &briefd.Briefing{BoundaryID: "m0003", Depth: 1,
+		Text: "## User messages (verbatim)\n[m0002] Please use tabs, not spaces, in every Go file.\n## What was done\n- You decided to rewrite the lexer from scratch."}
+	in := returncodeInput()
+	in.Previous = prev
+	r := gateRun(t, in)
+	r.src = newSource(in, prev.Text)
+	ok := "TASK: fix ForeignKey.validate().\nUSER INSTRUCTIONS: \"Please use tabs, not spaces, in every Go file.\"\nCURRENT STATE: line 917 edited [m0004]."
+	if rules, why := failedRules(t, r, ok); len(rules) > 0 {
+		t.Errorf("the earlier briefing's user words rejected by %v:\n%s", rules, why)
+	}
+	bad := "TASK: fix ForeignKey.validate().\nUSER INSTRUCTIONS: \"rewrite the lexer from scratch\"\nCURRENT STATE: line 917 edited [m0004]."
+	if rules, _ := failedRules(t, r, bad); len(rules) != 1 || rules[0] != RuleUserInstruction {
+		t.Errorf("the earlier briefing's summary quoted as the user's: rules %v, want user_instruction", rules)
 	}
 }

@@ -56,6 +56,7 @@ type srcMsg struct {
 	// partner is, for a tool result, the assistant message that made the
 	// call; for that message, its last result.
 	partner *srcMsg
+	ev      *msgEvidence // what it shows, once read
 }
 
 // srcCall is a tool call: its name and arguments, and the command or code
@@ -139,10 +140,12 @@ func newSource(in compact.SummaryInput, prevText string) *source {
 			owner[tc.ID] = sm
 		}
 		if m.Role == briefd.RoleTool {
-			sm.results = []string{text}
+			// A huge output is read as the model saw it: head and tail.
+			res := clip(text, maxEvidenceChars)
+			sm.results = []string{res}
 			if o, ok := owner[m.ToolCallID]; ok {
 				sm.partner, o.partner = o, sm
-				o.results = append(o.results, text)
+				o.results = append(o.results, res)
 				for _, c := range o.calls {
 					if c.name != "" {
 						sm.calls = append(sm.calls, c)
@@ -194,6 +197,11 @@ func newSource(in compact.SummaryInput, prevText string) *source {
 	}
 	return s
 }
+
+// maxEvidenceChars bounds the output of one tool result the gate reads
+// for evidence (head and tail kept), as the serialization bounds what the
+// model reads; identifiers and quotes are still checked against all of it.
+const maxEvidenceChars = 32_000
 
 // intentChars is how much of an assistant message's end states what its
 // call does.
