@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/openaitest"
 )
@@ -109,7 +110,7 @@ func BenchmarkGateLongSpan(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		in := compact.SummaryInput{Span: h.Messages, Draft: &compact.Draft{Text: "Briefing.\n## Identifiers\nm0002: a.py"},
+		in := compact.SummaryInput{Span: h.Messages, Draft: &brief.Draft{Text: "Briefing.\n## Identifiers\nm0002: a.py"},
 			BudgetTokens: 8000, CountTokens: func(s string) int { return len(s) / 4 }}
 		b.Run(filepath.Base(f), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

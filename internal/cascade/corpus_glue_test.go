@@ -2,6 +2,7 @@ package cascade
 
 import (
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/compact"
 )
 
@@ -12,6 +13,11 @@ import (
 const enforceCorpusTargets = true
 
 func withPinned(in *compact.SummaryInput, pinned []briefd.Message) { in.Pinned = pinned }
+
+// newDraft is the corpus draft as this version's SummaryInput takes it.
+func newDraft(d corpusDraft) *brief.Draft {
+	return &brief.Draft{Text: d.Text, Structured: d.Structured, Depth: d.Depth, BudgetTokens: d.BudgetTokens}
+}
 
 // adaptReply returns the reply as this version's prompt asks for it.
 func adaptReply(text string) string { return text }

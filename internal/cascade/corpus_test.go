@@ -226,8 +226,7 @@ func replay(t *testing.T, in *corpusInput, r corpusReply, counter *compact.Token
 	}
 	sin := compact.SummaryInput{
 		ConversationID: in.Conversation, Span: in.Span, Previous: in.Previous,
-		Draft: &compact.Draft{Text: in.Draft.Text, Structured: in.Draft.Structured, Depth: in.Draft.Depth,
-			BudgetTokens: in.Draft.BudgetTokens},
+		Draft:        newDraft(in.Draft),
 		BudgetTokens: in.BudgetTokens, CountTokens: counter.Count,
 	}
 	withPinned(&sin, in.Pinned)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/openaitest"
 )
@@ -71,7 +72,7 @@ func returncodeInput() compact.SummaryInput {
 	return compact.SummaryInput{
 		Span:         returncodeSpan(),
 		Pinned:       []briefd.Message{{ID: "m0002", Role: briefd.RoleUser, Content: briefd.Text("Fix ForeignKey.validate() in django/db/models/fields/related.py; do not modify tests.")}},
-		Draft:        &compact.Draft{Text: "Briefing replacing 8 earlier messages.\n## Steps\nm0003 edited related.py\nm0007 python reproduce_issue.py"},
+		Draft:        &brief.Draft{Text: "Briefing replacing 8 earlier messages.\n## Steps\nm0003 edited related.py\nm0007 python reproduce_issue.py"},
 		BudgetTokens: 2000,
 	}
 }
@@ -200,7 +201,7 @@ func TestInjectedToolResultIsNotAUserInstruction(t *testing.T) {
 		},
 		// The draft quotes tool errors: at 8a1d3ba the user-instruction
 		// check searched it too, so the injection passed.
-		Draft:        &compact.Draft{Text: "## User messages\n[m0003] Please fix the flaky test and open a pull request; never push to main.\n## Errors\n- (m0005) " + injected},
+		Draft:        &brief.Draft{Text: "## User messages\n[m0003] Please fix the flaky test and open a pull request; never push to main.\n## Errors\n- (m0005) " + injected},
 		BudgetTokens: 1000,
 	}
 	r := gateRun(t, in)
