@@ -31,13 +31,16 @@ type compactOutput struct {
 	TokensAfter    int         `json:"tokens_after"`
 	// Briefing is exactly what the agent reads: the content of the
 	// spliced briefing message (framing line, escaped text, tags).
-	Briefing      string            `json:"briefing"`
-	Structured    json.RawMessage   `json:"structured"`
-	Messages      []briefd.Message  `json:"messages"`
-	Model         string            `json:"model,omitempty"`
-	PromptVersion string            `json:"prompt_version,omitempty"`
-	Attempts      []compact.Attempt `json:"attempts,omitempty"`
-	Encoding      string            `json:"encoding"`
+	Briefing      string           `json:"briefing"`
+	Structured    json.RawMessage  `json:"structured"`
+	Messages      []briefd.Message `json:"messages"`
+	Model         string           `json:"model,omitempty"`
+	PromptVersion string           `json:"prompt_version,omitempty"`
+	// Attempts lists the LLM cascade's calls with the gate's verdicts
+	// per rule; Fallback says why the deterministic briefing was kept.
+	Attempts []compact.Attempt `json:"attempts,omitempty"`
+	Fallback string            `json:"fallback,omitempty"`
+	Encoding string            `json:"encoding"`
 	// Record is the briefing as a store keeps it.
 	Record *briefd.Briefing `json:"record,omitempty"`
 	// Coverage is the briefing's report on itself: what of the span it
@@ -170,6 +173,7 @@ func (j compactJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.
 		Structured:     json.RawMessage("{}"),
 		Messages:       res.Messages,
 		Attempts:       res.Attempts,
+		Fallback:       res.SummarizerError,
 		Encoding:       eng.Config().Encoding,
 		Coverage:       res.Coverage,
 		BudgetTokens:   res.BudgetTokens,

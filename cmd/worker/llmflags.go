@@ -25,6 +25,8 @@ import (
 //	--llm-models m1,m2,m3     cascade order; empty disables the LLM tiers
 //	--llm-timeouts 20s,30s    per model, or one value for all (default 30s)
 //	--llm-max-output-tokens   per reply (default 4000)
+//	--llm-max-completion-tokens  send max_completion_tokens instead of max_tokens
+//	--llm-max-duration        one compaction's whole cascade (default 2m)
 //	--llm-temperature         default 0.1; -1 sends none
 //	--llm-structured          ask for the structured JSON briefing first
 //	--llm-json-schema         send response_format json_schema (implies --llm-structured)
@@ -39,6 +41,8 @@ func bindLLMFlagsEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) func(
 	models := fs.String("llm-models", "", "comma-separated summarizer models, tried in order; empty keeps compaction deterministic")
 	timeouts := fs.String("llm-timeouts", "", "per-model request timeouts, comma-separated or one for all (default 30s)")
 	maxOut := fs.Int("llm-max-output-tokens", 0, "most tokens per summarizer reply (default 4000)")
+	completionTokens := fs.Bool("llm-max-completion-tokens", false, "send the reply limit as max_completion_tokens (OpenAI's current name) instead of max_tokens (what vLLM, Ollama and llama.cpp read); reasoning models (o1, o3, o4, gpt-5) always get max_completion_tokens")
+	maxDuration := fs.Duration("llm-max-duration", 0, "most time one compaction spends in the cascade, every model and retry included; then the deterministic briefing is kept (default 2m)")
 	temp := fs.Float64("llm-temperature", 0, "sampling temperature (default 0.1; -1 sends none)")
 	structured := fs.Bool("llm-structured", false, "ask for the structured JSON briefing (seed 003) first")
 	jsonSchema := fs.Bool("llm-json-schema", false, "send response_format json_schema with the structured prompt (implies --llm-structured)")
@@ -58,17 +62,22 @@ func bindLLMFlagsEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) func(
 		if key == "" {
 			key, _ = lookup("OPENAI_API_KEY")
 		}
+		if *maxDuration < 0 {
+			return nil, usageErrorf("--llm-max-duration: must not be negative")
+		}
 		cfg := cascade.Config{
-			BaseURL:    *baseURL,
-			APIKey:     cascade.APIKey(key),
-			Structured: *structured || *jsonSchema,
-			JSONSchema: *jsonSchema,
-			Spend:      cascade.SpendConfig{PerConversation: *perConv, PerTenant: *perTenant},
-			Logger:     log,
+			BaseURL:     *baseURL,
+			APIKey:      cascade.APIKey(key),
+			Structured:  *structured || *jsonSchema,
+			JSONSchema:  *jsonSchema,
+			Spend:       cascade.SpendConfig{PerConversation: *perConv, PerTenant: *perTenant},
+			MaxDuration: *maxDuration,
+			Logger:      log,
 		}
 		for i, n := range names {
 			cfg.Models = append(cfg.Models, cascade.ModelConfig{
 				Name: n, Timeout: ts[i], MaxOutputTokens: *maxOut, Temperature: float32(*temp),
+				MaxCompletionTokens: *completionTokens,
 			})
 		}
 		c, err := cascade.New(cfg)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/openaitest"
 )
 
@@ -158,6 +159,47 @@ func TestCompactWithLLM(t *testing.T) {
 	}
 	if res.Attempts[0].Outcome != "error" || res.Attempts[len(res.Attempts)-1].Outcome != "accepted" {
 		t.Fatalf("attempts %+v", res.Attempts)
+	}
+}
+
+// When the gate rejects every reply, the JSON says which rule each reply
+// broke and why the deterministic briefing was kept.
+func TestCompactPrintsVerdicts(t *testing.T) {
+	lie := "TASK:\nChange a flight reservation.\nCURRENT STATE:\nThe new flight was booked and paid: COMPLETED [m0008]."
+	srv := openaitest.NewServer(t)
+	srv.SetDefault(openaitest.Reply(lie))
+	code, out, stderr := run(t, "", "compact", "--force", "--context-window", "12000", "--min-briefing-tokens", "1500",
+		"--llm-base-url", srv.URL, "--llm-api-key", "k", "--llm-models", "m1", "--llm-max-completion-tokens", example)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Tier     string            `json:"tier"`
+		Fallback string            `json:"fallback"`
+		Attempts []compact.Attempt `json:"attempts"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Tier != "deterministic" || !strings.Contains(res.Fallback, "rejected") || len(res.Attempts) != 4 {
+		t.Fatalf("tier %q fallback %q, %d attempts; want the deterministic briefing after 4 rejections", res.Tier, res.Fallback, len(res.Attempts))
+	}
+	for _, a := range res.Attempts {
+		failed := ""
+		for _, v := range a.Verdicts {
+			if !v.Passed {
+				failed += v.Rule + " " + strings.Join(v.Failures, " ")
+			}
+		}
+		if a.Outcome != "rejected" || !strings.Contains(failed, "completion") || !strings.Contains(failed, "booked") {
+			t.Errorf("attempt %s: %s, failed %q; want rejected by completion naming the claim", a.Prompt, a.Outcome, failed)
+		}
+	}
+	if !res.Attempts[1].Feedback {
+		t.Errorf("the second attempt is not marked as the feedback round")
+	}
+	if r := srv.Requests()[0]; r.MaxCompletionTokens == 0 || r.MaxTokens != 0 {
+		t.Errorf("--llm-max-completion-tokens sent max_tokens %d, max_completion_tokens %d", r.MaxTokens, r.MaxCompletionTokens)
 	}
 }
 

@@ -85,7 +85,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
 	fs.IntVar(&q.Concurrency, "concurrency", 0, "compactions in flight in this process (default 2 per CPU, at least 4; 256 with an LLM cascade)")
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
-	fs.DurationVar(&q.MaxHandleTime, "max-handle-time", 0, "a compaction running longer is cancelled and retried (default 10m)")
+	fs.DurationVar(&q.MaxHandleTime, "max-handle-time", 0, "a compaction running longer is cancelled and retried; the LLM cascade is stopped a reserve before it and the deterministic briefing kept (default 10m)")
 	fs.IntVar(&q.MaxDeliver, "max-deliver", 0, "attempts before a snapshot is dead-lettered (default 5)")
 	fs.IntVar(&q.MaxAckPending, "max-ack-pending", 0, "unacknowledged snapshots across all workers (default 1000; raise it to workers × concurrency)")
 	fs.StringVar(&q.Consumer, "consumer", "", "durable consumer shared by all workers (default briefd-workers)")

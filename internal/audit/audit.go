@@ -129,6 +129,42 @@ const (
 	TypeDeadLettered Type = "DEAD_LETTERED"
 )
 
+// LLMReport is what the LLM cascade did for one compaction.
+type LLMReport struct {
+	// Outcome is "accepted" (the briefing is the model's) or "fallback"
+	// (the deterministic briefing was kept).
+	Outcome string `json:"outcome"`
+	// Fallback says why the deterministic briefing was kept.
+	Fallback string `json:"fallback,omitempty"`
+	// Attempts lists the cascade's calls in order, at most MaxLLMAttempts.
+	Attempts []LLMAttempt `json:"attempts,omitempty"`
+}
+
+// MaxLLMAttempts bounds the attempts an event carries.
+const MaxLLMAttempts = 16
+
+// LLMAttempt is one call of the cascade to one model.
+type LLMAttempt struct {
+	Model  string `json:"model"`
+	Prompt string `json:"prompt"`
+	// Outcome is accepted, rejected (by the gate), error or skipped.
+	Outcome    string  `json:"outcome"`
+	Error      string  `json:"error,omitempty"`
+	DurationMS float64 `json:"duration_ms"`
+	// Feedback marks a reply written after the gate sent its verdicts back.
+	Feedback bool `json:"feedback,omitempty"`
+	// Verdicts is the gate's judgement per rule, for accepted and rejected
+	// replies.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+}
+
+// Verdict is the gate's judgement of one reply by one rule.
+type Verdict struct {
+	Rule     string   `json:"rule"`
+	Passed   bool     `json:"passed"`
+	Failures []string `json:"failures,omitempty"`
+}
+
 // Reasons of COMPACTION_SKIPPED events.
 const (
 	// SkipBelowTrigger: the history is below the compaction trigger.
@@ -207,6 +243,10 @@ type Event struct {
 	Attempt int `json:"attempt,omitempty"`
 	// SummarizerAttempts counts calls to the LLM cascade, retries included.
 	SummarizerAttempts int `json:"summarizer_attempts,omitempty"`
+	// LLM says what the LLM cascade did, when one is configured: each
+	// attempt with the acceptance gate's verdicts, and why the
+	// deterministic briefing was kept when it was.
+	LLM *LLMReport `json:"llm,omitempty"`
 
 	// COMPACTION_SKIPPED, SNAPSHOT_REJECTED and DEAD_LETTERED: a short
 	// machine-readable reason, one of the Skip or Reason constants.

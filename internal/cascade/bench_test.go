@@ -2,12 +2,17 @@ package cascade
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
+	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/openaitest"
 )
 
@@ -78,6 +83,41 @@ func BenchmarkConcurrentSummarize(b *testing.B) {
 			b.ReportMetric(float64(srv.PeakInFlight()), "peak-in-flight")
 			b.ReportMetric(float64(peakHeap.Load())/(1<<20), "peak-heap-MiB")
 			b.ReportMetric(float64(total)/elapsed.Seconds(), "compactions/s")
+		})
+	}
+}
+
+// BenchmarkGateLongSpan measures the acceptance gate alone (reading the
+// source, then judging a reply with claims, instructions and identifiers)
+// on the long shared histories: 80k and 248k tokens, one holding an
+// 868k-character tool output. The gate runs once per model reply.
+//
+//	go test ./internal/cascade -run '^$' -bench GateLongSpan -benchtime 5x
+func BenchmarkGateLongSpan(b *testing.B) {
+	files, _ := filepath.Glob("../../../shared/data/long/*.json")
+	if len(files) == 0 {
+		b.Skip("../../../shared/data/long is absent")
+	}
+	reply := "TASK: fix the bug.\nUSER INSTRUCTIONS: \"do not modify tests\"\n" +
+		"PROGRESS: Reproduction COMPLETED [m0008]. Fix applied: COMPLETED [m0020]; tests pass [m0030].\n" +
+		"CURRENT STATE: you fixed the parser and verified it.\nNEXT: submit."
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h, err := briefd.ParseHistory(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in := compact.SummaryInput{Span: h.Messages, Draft: &brief.Draft{Text: "Briefing.\n## Identifiers\nm0002: a.py"},
+			BudgetTokens: 8000, CountTokens: func(s string) int { return len(s) / 4 }}
+		b.Run(filepath.Base(f), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				r := gateRun(b, in)
+				r.accept(reply, "stop", Prompts()["normal"])
+			}
 		})
 	}
 }

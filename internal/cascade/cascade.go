@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v4"
 	openai "github.com/sashabaranov/go-openai"
@@ -63,6 +63,22 @@ type model struct {
 	// format is the response_format level for JSON prompts: 0 json_schema,
 	// 1 json_object, 2 none. It only goes up, when the endpoint rejects one.
 	format atomic.Int32
+	// completionTokens is the reply-limit parameter the endpoint takes:
+	// 0 as configured, 1 max_completion_tokens, 2 max_tokens. It changes
+	// when the endpoint refuses the one sent.
+	completionTokens atomic.Int32
+}
+
+// useCompletionTokens reports whether the reply limit goes as
+// max_completion_tokens.
+func (m *model) useCompletionTokens() bool {
+	switch m.completionTokens.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	return isReasoningModel(m.Name) || m.MaxCompletionTokens
 }
 
 // New returns a Cascade for cfg (defaults applied, then validated).
@@ -116,10 +132,14 @@ type run struct {
 	src      *source
 	prevText string
 	hint     string
-	ledger   string // the heading and the draft text, appended to every narrative
-	narr     int    // token budget of the narrative
-	attempts []compact.Attempt
-	lastErr  error
+	// ledgerLines is the deterministic draft, appended to every narrative
+	// under LedgerHeading; lines may be left out to fit (fitLedger).
+	ledgerLines []string
+	protected   []bool  // ledger lines never left out
+	narr        int     // token budget of the narrative
+	cpt         float64 // characters per token of the span's text
+	attempts    []compact.Attempt
+	lastErr     error
 }
 
 // Summarize writes a briefing of in.Span. It returns a Summary only when
@@ -134,27 +154,32 @@ func (c *Cascade) Summarize(ctx context.Context, in compact.SummaryInput) (*comp
 	if in.Draft == nil {
 		return nil, &compact.AttemptsError{Err: ErrNoDraft}
 	}
-	r.ledger = "\n\n" + LedgerHeading + "\n" + strings.TrimSpace(in.Draft.Text)
-	r.narr = in.BudgetTokens - r.count(r.ledger)
-	if r.narr < c.cfg.MinNarrativeTokens {
-		r.skip("", "", fmt.Sprintf("the ledger leaves %d of %d tokens for the narrative", r.narr, in.BudgetTokens))
-		return nil, r.fail(ErrNoRoom)
-	}
 	prevDepth := 0
 	if in.Previous != nil {
 		r.prevText, prevDepth = in.Previous.Text, in.Previous.Depth
 	} else if len(in.Span) > 0 && in.Span[0].IsBriefing() {
 		r.prevText, _ = briefd.UnwrapBriefing(in.Span[0].Content.String())
 	}
-	r.hint = c.budgetHint(r.count(r.prevText), in.BudgetTokens, max(in.Draft.Depth, prevDepth+1), r.prevText != "")
 	r.src = newSource(in, r.prevText)
+	r.ledgerLines = strings.Split(strings.TrimSpace(in.Draft.Text), "\n")
+	r.protected = r.protectedLedgerLines()
+	// The narrative gets what the ledger leaves, counted as the agent reads
+	// the briefing (wrapped), plus what fitLedger may leave out of the
+	// ledger: the two share the budget.
+	r.narr = in.BudgetTokens - r.count(briefd.WrapBriefing(ledgerText(r.ledgerLines, nil, ""))) + r.trimmable()/2
+	if r.narr < c.cfg.MinNarrativeTokens {
+		r.skip("", "", fmt.Sprintf("the ledger leaves %d of %d tokens for the narrative", r.narr, in.BudgetTokens))
+		return nil, r.fail(ErrNoRoom)
+	}
+	r.hint = c.budgetHint(r.count(r.prevText), in.BudgetTokens, max(in.Draft.Depth, prevDepth+1), r.prevText != "")
+	r.cpt = charsPerToken(in.Span, r.count)
 
+	// The cascade's own budget: when it runs out, the engine keeps the
+	// deterministic briefing it already built (the engine also stops the
+	// cascade short of the caller's deadline).
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.MaxDuration)
+	defer cancel()
 	for _, m := range c.models {
-		if !m.breaker.Allow() {
-			r.skip(m.Name, "", "circuit breaker open")
-			r.lastErr = fmt.Errorf("%s: %w", m.Name, ErrCircuitOpen)
-			continue
-		}
 	levels:
 		for _, p := range c.levels {
 			sum, next := r.level(ctx, m, p)
@@ -206,9 +231,10 @@ func (r *run) level(ctx context.Context, m *model, p Prompt) (*compact.Summary, 
 	shrinks := 0
 	build := func() []openai.ChatCompletionMessage {
 		history := r.serialize(maxChars)
+		pinned := serializePinned(r.in.Pinned, maxChars)
 		return []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: p.Text},
-			{Role: openai.ChatMessageRoleUser, Content: userMessage(history, strings.TrimSpace(r.in.Draft.Text), r.hint, r.narr, p.JSON)},
+			{Role: openai.ChatMessageRoleUser, Content: userMessage(pinned, history, strings.TrimSpace(r.in.Draft.Text), r.hint, r.narr, r.cpt, p.JSON)},
 		}
 	}
 	msgs := build()
@@ -231,19 +257,23 @@ func (r *run) level(ctx context.Context, m *model, p Prompt) (*compact.Summary, 
 				return nil, nextLevel
 			case classCanceled, classSpend:
 				return nil, stopAll
+			case classOpen:
+				return nil, nextModel
 			default:
 				return nil, nextModel
 			}
 		}
-		text, st, vs := r.accept(reply, finish, p)
-		if len(vs) == 0 {
-			r.attempts[idx].Outcome = OutcomeAccepted
+		text, st, j := r.accept(reply, finish, p)
+		a := &r.attempts[idx]
+		a.Verdicts, a.Feedback = j.verdicts(), feedback
+		if j.ok() {
+			a.Outcome = OutcomeAccepted
 			return r.summary(m, p, text, st), nextLevel
 		}
-		r.attempts[idx].Outcome = OutcomeRejected
-		r.attempts[idx].Error = clip(strings.Join(vs, "; "), 1000)
-		r.lastErr = fmt.Errorf("%s rejected: %s", m.Name, vs[0])
-		r.log.Warn("briefing rejected", "model", m.Name, "prompt", label, "violations", len(vs), "first", vs[0])
+		a.Outcome = OutcomeRejected
+		a.Error = clip(strings.Join(j.order, "; "), 1000)
+		r.lastErr = fmt.Errorf("%s rejected: %s", m.Name, j.order[0])
+		r.log.Warn("briefing rejected", "model", m.Name, "prompt", label, "violations", len(j.order), "first", clip(j.order[0], 300))
 		if feedback {
 			return nil, nextLevel
 		}
@@ -251,7 +281,7 @@ func (r *run) level(ctx context.Context, m *model, p Prompt) (*compact.Summary, 
 		label = p.Version + "+feedback"
 		msgs = append(msgs[:2:2],
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply},
-			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: feedbackMessage(vs, p.JSON)})
+			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: feedbackMessage(j, r.narr, r.cpt, p.JSON)})
 	}
 }
 
@@ -285,12 +315,20 @@ func (r *run) request(ctx context.Context, m *model, p Prompt, label string, msg
 	eb.MaxElapsedTime = 0 // bounded by MaxRetries and the caller's context
 	eb.Clock = cfg.Clock
 	eb.Reset()
+	limitSwitched := false
 	retries := uint64(0)
 	if cfg.MaxRetries > 0 {
 		retries = uint64(cfg.MaxRetries)
 	}
 	bo := backoff.WithContext(backoff.WithMaxRetries(eb, retries), ctx)
 	for {
+		// The breaker gates every request, retries included: with many
+		// compactions in flight, a failing endpoint must stop getting
+		// calls as soon as it opens, not after each caller's retries.
+		if !m.breaker.Allow() {
+			r.skip(m.Name, label, "circuit breaker open")
+			return "", "", 0, &callError{classOpen, fmt.Errorf("%s: %w", m.Name, ErrCircuitOpen)}
+		}
 		if !r.c.spend.Reserve(r.in.Tenant, r.in.ConversationID) {
 			r.skip(m.Name, label, "spend limit reached")
 			return "", "", 0, &callError{classSpend, ErrSpendExhausted}
@@ -317,22 +355,37 @@ func (r *run) request(ctx context.Context, m *model, p Prompt, label string, msg
 		r.log.Warn("model request failed", "model", m.Name, "prompt", label, "class", cls.String(), "status", info.status, "err", clip(err.Error(), 300))
 		ce := &callError{cls, fmt.Errorf("%s: %w", m.Name, err)}
 		switch cls {
+		case classLimit:
+			// Send the other parameter once; reasoning models take only
+			// max_completion_tokens (go-openai refuses max_tokens for them).
+			sent := int32(2)
+			if m.useCompletionTokens() {
+				sent = 1
+			}
+			if !limitSwitched && !(sent == 1 && isReasoningModel(m.Name)) {
+				limitSwitched = true
+				m.completionTokens.Store(3 - sent)
+				m.breaker.Success() // the endpoint answered; it only refused the parameter
+				continue
+			}
+			m.breaker.Failure()
+			return "", "", 0, &callError{classPermanent, ce.err}
 		case classFormat:
 			if p.JSON && m.format.Load() < 2 {
 				m.format.Add(1)
+				m.breaker.Success() // the endpoint answered; it only refused the format
 				continue
 			}
 			m.breaker.Failure()
 			return "", "", 0, &callError{classPermanent, ce.err}
 		case classRetryable:
+			m.breaker.Failure()
 			d := bo.NextBackOff()
 			if d == backoff.Stop {
-				m.breaker.Failure()
 				return "", "", 0, ce
 			}
 			if ra := parseRetryAfter(info.retryAfter, cfg.Clock.Now()); ra > 0 {
 				if ra > cfg.MaxRetryAfter {
-					m.breaker.Failure()
 					return "", "", 0, &callError{classRetryable, fmt.Errorf("%w (Retry-After %s exceeds %s)", ce.err, ra, cfg.MaxRetryAfter)}
 				}
 				d = ra
@@ -358,7 +411,7 @@ func (r *run) buildRequest(m *model, p Prompt, msgs []openai.ChatCompletionMessa
 		// not the model's whole allowance: a runaway reply stops early.
 		maxOut = min(maxOut, max(2*r.narr, 256))
 	}
-	if reasoning || m.MaxCompletionTokens {
+	if m.useCompletionTokens() {
 		req.MaxCompletionTokens = maxOut
 	} else {
 		req.MaxTokens = maxOut
@@ -382,84 +435,89 @@ func (r *run) buildRequest(m *model, p Prompt, msgs []openai.ChatCompletionMessa
 	return req
 }
 
-var requiredLabels = []string{"TASK:", "CURRENT STATE:"}
-
-// accept applies every acceptance check to a reply and returns the final
-// briefing (narrative and ledger), the structured form for the structured
-// prompt, and the violations; the reply is accepted only with none.
-func (r *run) accept(reply, finish string, p Prompt) (string, *Structured, violations) {
-	var vs violations
+// accept applies every rule of the gate to a reply and returns the final
+// briefing (the narrative and the ledger, fitted to the budget), the
+// structured form when the reply is JSON, and the judgement; the reply is
+// accepted only if no rule failed.
+func (r *run) accept(reply, finish string, p Prompt) (string, *Structured, *judgement) {
+	j := newJudgement()
+	j.check(RuleFormat)
 	reply = strings.TrimSpace(reply)
 	if reply == "" {
-		vs.add("the reply is empty")
-		return "", nil, vs
+		j.fail(RuleFormat, "the reply is empty")
+		return "", nil, j
 	}
 	if finish == string(openai.FinishReasonLength) {
-		vs.add("the reply was cut off at the output token limit; write a shorter one")
+		j.fail(RuleFormat, "the reply was cut off at the output token limit; write a shorter one")
 	}
+	idents := r.c.cfg.Identifiers
 	var st *Structured
 	narrative := reply
-	if p.JSON {
-		if st = parseStructured(reply, r.src, &vs); st == nil {
-			return "", nil, vs
+	// A JSON hand-off is read as such even from the plain-text prompt:
+	// models answer in the format they like.
+	if p.JSON || looksStructured(reply) {
+		if st = parseStructured(reply, r.src, j); st == nil {
+			return "", nil, j
 		}
 		narrative = st.render()
-	} else {
-		for _, l := range requiredLabels {
-			if !hasLabel(narrative, l) {
-				vs.add("the required paragraph %s is missing", l)
-			}
-		}
-		if strings.Contains(narrative, "```") || strings.HasPrefix(narrative, "{") {
-			vs.add("the reply must be plain text: no code fences or JSON")
-		}
-		r.src.checkQuotes(narrative, &vs)
-		if instr := paragraph(narrative, "USER INSTRUCTIONS:"); instr != "" {
-			r.src.checkInstructionQuotes(instr, &vs)
-		}
+	} else if strings.Contains(reply, "```") {
+		j.fail(RuleFormat, "the hand-off must be plain text: no code fences")
 	}
 	if len([]rune(narrative)) < 30 {
-		vs.add("the briefing is shorter than 30 characters")
+		j.fail(RuleFormat, "the hand-off is shorter than 30 characters")
 	}
-	checkLeaks(narrative, &vs)
-	r.src.checkIdentifiers(narrative, r.c.cfg.Identifiers, &vs)
-	r.src.checkCompleted(narrative, &vs)
-	final := narrative + r.ledger
-	if n := r.count(final); n > r.in.BudgetTokens {
-		vs.add("the briefing is %d tokens with the ledger, over the budget of %d: the narrative must stay under %d tokens", n, r.in.BudgetTokens, r.narr)
+	secs := splitSections(narrative)
+	j.check(RuleLabels)
+	if !hasSection(secs, secTask) {
+		j.fail(RuleLabels, "the hand-off has no TASK paragraph; start with TASK: and the user's task")
 	}
-	return final, st, vs
-}
-
-// hasLabel reports whether a line of text starts with label (ignoring case
-// and leading spaces).
-func hasLabel(text, label string) bool {
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(line)), label) {
-			return true
+	if !hasSection(secs, secState, secProgress, secNext) {
+		j.fail(RuleLabels, "the hand-off says nothing of where the work stands; add CURRENT STATE: (or PROGRESS: and NEXT:)")
+	}
+	checkLeaks(reply, j)
+	r.src.checkIdentifiers(narrative, idents, j)
+	var other []section
+	for _, sec := range secs {
+		if sec.name != secInstructions {
+			other = append(other, sec)
 		}
 	}
-	return false
-}
-
-// paragraph returns the paragraph that starts with label, up to the next
-// line that starts with another capitalised label.
-func paragraph(text, label string) string {
-	lines := strings.Split(text, "\n")
-	for i, line := range lines {
-		if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(line)), label) {
-			continue
-		}
-		end := i + 1
-		for end < len(lines) && !labelLine.MatchString(lines[end]) {
-			end++
-		}
-		return strings.Join(lines[i:end], "\n")
+	r.src.checkQuotes(sectionsText(other), j)
+	j.check(RuleUserInstruction, RuleCompletion)
+	var claims []claim
+	if st != nil {
+		r.src.checkInstructions(other, j) // the quotes themselves were checked by parseStructured
+		claims = r.src.structuredClaims(st)
+	} else {
+		r.src.checkInstructions(secs, j)
+		claims = r.src.textClaims(secs)
 	}
-	return ""
+	r.src.checkClaims(claims, idents, j)
+	final, n, dropped := r.fitLedger(narrative)
+	j.check(RuleLength)
+	if n > r.in.BudgetTokens {
+		j.fail(RuleLength, "the hand-off is %d tokens with the evidence ledger, over the budget of %d even with %d ledger lines left out: write at most %d tokens (about %d characters)",
+			n, r.in.BudgetTokens, dropped, r.narr, lengthChars(r.narr, r.cpt))
+	}
+	return final, st, j
 }
 
-var labelLine = regexp.MustCompile(`^\s*[A-Z][A-Z -]{2,30}:`)
+func sectionsText(secs []section) string {
+	var b strings.Builder
+	for _, s := range secs {
+		b.WriteString(s.text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// looksStructured reports a reply that is a JSON hand-off, possibly in a
+// code fence.
+func looksStructured(reply string) bool {
+	t := strings.TrimSpace(reply)
+	t = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, "```json"), "```"))
+	return strings.HasPrefix(t, "{") && strings.Contains(t, `"task_goal"`)
+}
 
 func (r *run) summary(m *model, p Prompt, text string, st *Structured) *compact.Summary {
 	structured := r.in.Draft.Structured
@@ -505,4 +563,35 @@ func (r *run) skip(modelName, prompt, reason string) {
 func (r *run) fail(err error) error {
 	r.log.Warn("cascade fell back to the deterministic briefing", "attempts", len(r.attempts), "err", err)
 	return &compact.AttemptsError{Attempts: r.attempts, Err: err}
+}
+
+// charsPerToken measures the span's characters per token on up to
+// sampleChars of its text, clamped to [2, 5]: real agent spans run 3.3 to
+// 3.5 (code, JSON, paths), far from the 4 of English prose.
+func charsPerToken(span []briefd.Message, count func(string) int) float64 {
+	const sampleChars = 200_000
+	var b strings.Builder
+	for i := range span {
+		if b.Len() >= sampleChars {
+			break
+		}
+		if span[i].IsBriefing() {
+			continue
+		}
+		b.WriteString(span[i].Content.String())
+		b.WriteByte('\n')
+		for _, tc := range span[i].ToolCalls {
+			b.WriteString(tc.Function.Arguments)
+			b.WriteByte('\n')
+		}
+	}
+	text := b.String()
+	if len(text) > sampleChars {
+		text = strings.ToValidUTF8(text[:sampleChars], "")
+	}
+	n := count(text)
+	if n <= 0 {
+		return 4
+	}
+	return min(max(float64(utf8.RuneCountInString(text))/float64(n), 2), 5)
 }

@@ -35,7 +35,7 @@ func TestSummarizeAccepted(t *testing.T) {
 	if string(sum.Structured) != string(in.Draft.Structured) {
 		t.Errorf("structured = %s, want the draft's ledger", sum.Structured)
 	}
-	if got := outcomes(sum.Attempts); got != "model-a/normal.v1=accepted" {
+	if got := outcomes(sum.Attempts); got != "model-a/normal.v2=accepted" {
 		t.Errorf("attempts %s", got)
 	}
 	reqs := b.srv.Requests()
@@ -80,14 +80,14 @@ func TestScriptedFailures(t *testing.T) {
 			script:   []openaitest.Step{openaitest.Reply(goodReply).WithLatency(30 * time.Millisecond)},
 			tier:     "llm:normal",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=accepted",
+			attempts: "model-a/normal.v2=accepted",
 		},
 		{
 			name:     "429 with Retry-After is honoured",
 			script:   []openaitest.Step{openaitest.Status(429, "rate limited").WithRetryAfter("2"), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=error model-a/normal.v1=accepted",
+			attempts: "model-a/normal.v2=error model-a/normal.v2=accepted",
 			sleeps:   []time.Duration{2 * time.Second},
 		},
 		{
@@ -98,14 +98,14 @@ func TestScriptedFailures(t *testing.T) {
 			},
 			tier:     "llm:normal",
 			model:    "model-b",
-			attempts: "model-a/normal.v1=error model-a/normal.v1=error model-a/normal.v1=error model-b/normal.v1=accepted",
+			attempts: "model-a/normal.v2=error model-a/normal.v2=error model-a/normal.v2=error model-b/normal.v2=accepted",
 		},
 		{
 			name:     "502 HTML page is retried",
 			script:   []openaitest.Step{openaitest.RawBody(502, "text/html", "<html><body>Bad Gateway</body></html>"), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=error model-a/normal.v1=accepted",
+			attempts: "model-a/normal.v2=error model-a/normal.v2=accepted",
 		},
 		{
 			name: "timeout moves to the next model",
@@ -115,7 +115,7 @@ func TestScriptedFailures(t *testing.T) {
 			script:   []openaitest.Step{openaitest.Hang(), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-b",
-			attempts: "model-a/normal.v1=error model-b/normal.v1=accepted",
+			attempts: "model-a/normal.v2=error model-b/normal.v2=accepted",
 			check:    func(t *testing.T, _ []openaitest.Request, _ error) {},
 		},
 		{
@@ -123,14 +123,14 @@ func TestScriptedFailures(t *testing.T) {
 			script:   []openaitest.Step{openaitest.Status(401, "invalid api key"), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-b",
-			attempts: "model-a/normal.v1=error model-b/normal.v1=accepted",
+			attempts: "model-a/normal.v2=error model-b/normal.v2=accepted",
 		},
 		{
 			name:     "empty output is rejected and sent back once",
 			script:   []openaitest.Step{openaitest.Reply(""), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=rejected model-a/normal.v1+feedback=accepted",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=accepted",
 			check: func(t *testing.T, reqs []openaitest.Request, _ error) {
 				if fb := reqs[1].Messages; len(fb) != 4 || !strings.Contains(fb[3].Content, "the reply is empty") {
 					t.Errorf("feedback request %+v", fb)
@@ -142,7 +142,7 @@ func TestScriptedFailures(t *testing.T) {
 			script:   []openaitest.Step{openaitest.Malformed(), openaitest.Reply(aggressiveReply)},
 			tier:     "llm:aggressive",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=error model-a/aggressive.v1=accepted",
+			attempts: "model-a/normal.v2=error model-a/aggressive.v2=accepted",
 		},
 		{
 			name: "invented identifier: feedback once, then escalate",
@@ -153,12 +153,12 @@ func TestScriptedFailures(t *testing.T) {
 			},
 			tier:     "llm:aggressive",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=rejected model-a/normal.v1+feedback=rejected model-a/aggressive.v1=accepted",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=rejected model-a/aggressive.v2=accepted",
 			check: func(t *testing.T, reqs []openaitest.Request, _ error) {
 				if fb := reqs[1].Messages; len(fb) != 4 || !strings.Contains(fb[3].Content, `"pkg/parser/ghost.go"`) {
 					t.Errorf("feedback does not name the identifier: %+v", fb)
 				}
-				if !strings.Contains(reqs[2].Messages[0].Content, "short briefing") {
+				if !strings.Contains(reqs[2].Messages[0].Content, "short hand-off") {
 					t.Errorf("third request is not the aggressive prompt")
 				}
 			},
@@ -170,7 +170,7 @@ func TestScriptedFailures(t *testing.T) {
 				openaitest.Reply(goodReply),
 			},
 			tier:     "llm:normal",
-			attempts: "model-a/normal.v1=rejected model-a/normal.v1+feedback=accepted",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=accepted",
 			model:    "model-a",
 			check: func(t *testing.T, reqs []openaitest.Request, _ error) {
 				if !strings.Contains(reqs[1].Messages[3].Content, "force-push") {
@@ -179,36 +179,76 @@ func TestScriptedFailures(t *testing.T) {
 			},
 		},
 		{
-			name: "COMPLETED without success evidence is rejected",
+			// Defect 7: a verified step cited with the wrong message gets the
+			// message to cite, not a request to relabel it IN-PROGRESS.
+			name: "COMPLETED citing a failure gets the message that shows it",
 			script: []openaitest.Step{
 				openaitest.Reply(strings.Replace(goodReply, "COMPLETED [m07]", "COMPLETED [m03]", 1)),
-				openaitest.Reply(strings.Replace(goodReply, "COMPLETED [m07]", "COMPLETED", 1)),
+				openaitest.Reply(goodReply),
+			},
+			tier:     "llm:normal",
+			model:    "model-a",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=accepted",
+			check: func(t *testing.T, reqs []openaitest.Request, _ error) {
+				fb := reqs[1].Messages[3].Content
+				found := false
+				for _, line := range strings.Split(fb, "\n") {
+					if strings.Contains(line, "test run passed") {
+						found = strings.Contains(line, "[m07] does: cite [m07]") && !strings.Contains(line, "IN-PROGRESS")
+					}
+				}
+				if !found {
+					t.Errorf("feedback does not name the evidence of the test run:\n%s", fb)
+				}
+			},
+		},
+		{
+			name: "COMPLETED that no message shows is rejected",
+			script: []openaitest.Step{
+				openaitest.Reply(goodReply + "\nPROGRESS: CHANGELOG.md updated: COMPLETED [m07]."),
+				openaitest.Reply(goodReply + "\nPROGRESS: CHANGELOG.md updated: COMPLETED [m07]."),
 				openaitest.Reply(aggressiveReply),
 			},
 			tier:     "llm:aggressive",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=rejected model-a/normal.v1+feedback=rejected model-a/aggressive.v1=accepted",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=rejected model-a/aggressive.v2=accepted",
+			check: func(t *testing.T, reqs []openaitest.Request, _ error) {
+				fb := reqs[1].Messages[3].Content
+				if !strings.Contains(fb, `"CHANGELOG.md updated:`) || !strings.Contains(fb, "no message shows it") {
+					t.Errorf("feedback does not name the claim:\n%s", fb)
+				}
+			},
+		},
+		{
+			name: "prose completion without evidence is rejected",
+			script: []openaitest.Step{
+				openaitest.Reply(strings.Replace(goodReply, "CHANGELOG.md is not updated yet", "you already updated CHANGELOG.md", 1)),
+				openaitest.Reply(goodReply),
+			},
+			tier:     "llm:normal",
+			model:    "model-a",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=accepted",
 		},
 		{
 			name:     "leaked wrapper tag is rejected",
 			script:   []openaitest.Step{openaitest.Reply("<compacted-history>\n" + goodReply), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=rejected model-a/normal.v1+feedback=accepted",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=accepted",
 		},
 		{
 			name:     "over budget is rejected",
 			script:   []openaitest.Step{openaitest.Reply(tooLongOutput), openaitest.Reply(tooLongOutput), openaitest.Reply(aggressiveReply)},
 			tier:     "llm:aggressive",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=rejected model-a/normal.v1+feedback=rejected model-a/aggressive.v1=accepted",
+			attempts: "model-a/normal.v2=rejected model-a/normal.v2+feedback=rejected model-a/aggressive.v2=accepted",
 		},
 		{
 			name:     "prompt too long shrinks the input and retries",
 			script:   []openaitest.Step{openaitest.TooLong(), openaitest.Reply(goodReply)},
 			tier:     "llm:normal",
 			model:    "model-a",
-			attempts: "model-a/normal.v1=error model-a/normal.v1+shrink1=accepted",
+			attempts: "model-a/normal.v2=error model-a/normal.v2+shrink1=accepted",
 			check: func(t *testing.T, reqs []openaitest.Request, _ error) {
 				a, b := len(reqs[0].Messages[1].Content), len(reqs[1].Messages[1].Content)
 				if b >= a {
@@ -224,7 +264,7 @@ func TestScriptedFailures(t *testing.T) {
 				openaitest.Reply("too short"), openaitest.Reply("TASK: ok\nCURRENT STATE: see https://example.invalid/x"),
 				openaitest.Reply(""), openaitest.Reply(""),
 			},
-			attempts: "model-a/normal.v1=error model-b/normal.v1=rejected model-b/normal.v1+feedback=rejected model-b/aggressive.v1=rejected model-b/aggressive.v1+feedback=rejected",
+			attempts: "model-a/normal.v2=error model-b/normal.v2=rejected model-b/normal.v2+feedback=rejected model-b/aggressive.v2=rejected model-b/aggressive.v2+feedback=rejected",
 			check: func(t *testing.T, _ []openaitest.Request, err error) {
 				if !errors.Is(err, ErrAllFailed) {
 					t.Errorf("err = %v, want ErrAllFailed", err)
@@ -326,7 +366,7 @@ func TestBreakerOpensAcrossCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(sum.Attempts); got != "model-a/=skipped model-b/normal.v1=accepted" {
+	if got := outcomes(sum.Attempts); got != "model-a/normal.v2=skipped model-b/normal.v2=accepted" {
 		t.Errorf("attempts with an open breaker: %s", got)
 	}
 	// After the cool-down one probe goes to model-a; its success closes the breaker.
@@ -431,7 +471,7 @@ func TestSpendGuardSkipsTheModel(t *testing.T) {
 	if !errors.As(err, &ae) || !errors.Is(err, ErrSpendExhausted) {
 		t.Fatalf("err = %v", err)
 	}
-	if got := outcomes(ae.Attempts); got != "model-a/normal.v1=error model-a/normal.v1=error model-a/normal.v1=skipped" {
+	if got := outcomes(ae.Attempts); got != "model-a/normal.v2=error model-a/normal.v2=error model-a/normal.v2=skipped" {
 		t.Errorf("attempts %s", got)
 	}
 	// The next call of the conversation sends nothing at all.
@@ -465,7 +505,7 @@ func TestStructured(t *testing.T) {
 	if f0.Type != "json_schema" || !bytes.Contains(f0.JSONSchema, []byte(`"strict":true`)) || f1.Type != "json_object" {
 		t.Errorf("response formats %s then %s", reqs[0].ResponseFormat, reqs[1].ResponseFormat)
 	}
-	for _, want := range []string{"TASK: Fix the failing test", `"Always run go test ./... before committing." [m01]`, "COMPLETED: run the full test suite after the fix [m07]", "CURRENT STATE: All tests pass", LedgerHeading} {
+	for _, want := range []string{"TASK: Fix the failing test", `"Always run go test ./... before committing." [m01]`, "run the full test suite after the fix: COMPLETED [m07]", "CURRENT STATE: All tests pass", LedgerHeading} {
 		if !strings.Contains(sum.Text, want) {
 			t.Errorf("rendered briefing lacks %q:\n%s", want, sum.Text)
 		}
@@ -502,13 +542,13 @@ func TestStructuredRejections(t *testing.T) {
 		{"empty goal", mutate(func(m map[string]any) { m["task_goal"] = "" }), "task_goal is empty"},
 		{"invented instruction", mutate(func(m map[string]any) {
 			m["user_instructions"] = []any{map[string]any{"quote": "Deploy to production when done.", "source_ids": []any{"m01"}}}
-		}), "not a verbatim quote"},
+		}), "is not in any user message"},
 		{"unknown source id", mutate(func(m map[string]any) {
 			m["decisions"] = []any{map[string]any{"decision": "d", "reason": "r", "source_ids": []any{"m99"}}}
 		}), `cites "m99"`},
 		{"completed on a failure", mutate(func(m map[string]any) {
 			m["progress"] = []any{map[string]any{"step": "tests", "status": "completed", "source_ids": []any{"m03"}}}
-		}), "shows explicit success"},
+		}), "no message shows it"},
 		{"not JSON", "I cannot do that.", "not a JSON object"},
 	}
 	for _, tt := range tests {
@@ -519,7 +559,7 @@ func TestStructuredRejections(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := outcomes(sum.Attempts); got != "model-a/structured.v1=rejected model-a/structured.v1+feedback=accepted" {
+			if got := outcomes(sum.Attempts); got != "model-a/structured.v2=rejected model-a/structured.v2+feedback=accepted" {
 				t.Errorf("attempts %s", got)
 			}
 			if !strings.Contains(sum.Attempts[0].Error, tt.want) {

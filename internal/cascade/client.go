@@ -88,10 +88,15 @@ const (
 	classCanceled
 	// classSpend: the spend guard refused the request; stop everything.
 	classSpend
+	// classOpen: the model's circuit breaker refused the request; next model.
+	classOpen
+	// classLimit: the endpoint refuses max_tokens or max_completion_tokens;
+	// send the other and retry.
+	classLimit
 )
 
 func (c errClass) String() string {
-	return [...]string{"retryable", "timeout", "permanent", "context length", "response format", "bad response", "canceled", "spend limit"}[c]
+	return [...]string{"retryable", "timeout", "permanent", "context length", "response format", "bad response", "canceled", "spend limit", "circuit open", "token limit parameter"}[c]
 }
 
 // callError is a failed request with its class.
@@ -114,6 +119,7 @@ func classOf(err error) errClass {
 var (
 	contextLengthRe = regexp.MustCompile(`(?i)context[ _-]?length|context window|maximum context|too many tokens|prompt is too long|too long for|exceeds? the (model'?s? )?(maximum )?(context|input)|reduce the length|input is too long`)
 	formatRe        = regexp.MustCompile(`(?i)response_format|json_schema|json_object|response format`)
+	limitRe         = regexp.MustCompile(`(?i)max_completion_tokens|max_tokens`)
 )
 
 // classify maps a go-openai error to its class. parent is the caller's
@@ -167,6 +173,9 @@ func statusClass(status int, text string) errClass {
 		}
 		if formatRe.MatchString(text) {
 			return classFormat
+		}
+		if limitRe.MatchString(text) {
+			return classLimit
 		}
 		return classPermanent
 	case status == http.StatusRequestTimeout || status == http.StatusConflict || status == http.StatusTooEarly ||

@@ -32,6 +32,7 @@ const (
 	DefaultMaxShrinks         = 3
 	DefaultMinNarrativeTokens = 120
 	DefaultCondenseDepth      = 4
+	DefaultMaxDuration        = 2 * time.Minute
 )
 
 // APIKey is a secret that never prints: String, GoString and LogValue
@@ -146,6 +147,12 @@ type Config struct {
 	// CondenseDepth is the depth of the previous briefing from which the
 	// cascade asks for a condensed (deeper) briefing. Default 4.
 	CondenseDepth int
+	// MaxDuration bounds one Summarize call, every model, retry and
+	// feedback round included. When it runs out the cascade gives up and
+	// the engine stores the deterministic briefing. Keep it well under
+	// the worker's --max-handle-time (the engine also stops the cascade a
+	// reserve before the caller's deadline). Default 2 minutes.
+	MaxDuration time.Duration
 
 	// Identifiers extracts the identifiers the fidelity gate checks.
 	// Default ident.Identifiers.
@@ -208,6 +215,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxShrinks = cmp.Or(c.MaxShrinks, DefaultMaxShrinks)
 	c.MinNarrativeTokens = cmp.Or(c.MinNarrativeTokens, DefaultMinNarrativeTokens)
 	c.CondenseDepth = cmp.Or(c.CondenseDepth, DefaultCondenseDepth)
+	c.MaxDuration = cmp.Or(c.MaxDuration, DefaultMaxDuration)
 	if c.Identifiers == nil {
 		c.Identifiers = ident.Identifiers
 	}
@@ -259,6 +267,9 @@ func (c Config) Validate() error {
 		if m.Temperature != -1 && (m.Temperature < 0 || m.Temperature > 2) {
 			return &ConfigError{Field: fmt.Sprintf("Models[%d].Temperature", i), Value: m.Temperature, Err: errors.New("must be within [0, 2] or -1")}
 		}
+	}
+	if c.MaxDuration < 0 {
+		return &ConfigError{Field: "MaxDuration", Value: c.MaxDuration, Err: errors.New("negative")}
 	}
 	if c.Spend.Window < 0 {
 		return &ConfigError{Field: "Spend.Window", Value: c.Spend.Window, Err: errors.New("negative")}

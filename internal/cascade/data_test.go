@@ -42,8 +42,8 @@ func TestRealHistoriesSerialize(t *testing.T) {
 			if !strings.Contains(s, `<message id="`+m.ID+`"`) {
 				t.Errorf("%s: message %s missing", f, m.ID)
 			}
-			if i%16 == 0 {
-				src.showsSuccess(m.ID) // must not panic on real content
+			if sm := src.msgs[m.ID]; sm != nil && i%8 == 0 {
+				src.evidence(sm) // must not panic on real content
 			}
 		}
 	}

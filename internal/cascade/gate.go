@@ -2,209 +2,221 @@ package cascade
 
 import (
 	"fmt"
+	"path"
 	"regexp"
+	"slices"
 	"strings"
 
-	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/compact"
 )
 
-// source is what the fidelity gate checks a briefing against: the raw
-// span (not the clipped serialization), the earlier briefing and the
-// deterministic draft.
-type source struct {
-	// corpus holds every text of the span, the earlier briefing, the draft
-	// and every message and call id, whitespace-collapsed.
-	corpus string
-	// userCorpus holds what users wrote (and the earlier briefing and the
-	// draft, which carry earlier users' words), whitespace-collapsed.
-	userCorpus string
-	ids        map[string]bool
-	// evidence holds, per message id, the texts that can prove a step done:
-	// the message itself, and for an assistant message the results of its calls.
-	evidence map[string][]string
-}
-
-func newSource(in compact.SummaryInput, prevText string) *source {
-	s := &source{ids: map[string]bool{}, evidence: map[string][]string{}}
-	var all, user strings.Builder
-	add := func(b *strings.Builder, text string) {
-		if text != "" {
-			b.WriteString(text)
-			b.WriteByte('\n')
-		}
-	}
-	add(&all, prevText)
-	add(&user, prevText)
-	if in.Draft != nil {
-		add(&all, in.Draft.Text)
-		add(&user, in.Draft.Text)
-	}
-	callOwner := map[string]string{}
-	for i := range in.Span {
-		m := &in.Span[i]
-		s.ids[m.ID] = true
-		add(&all, m.ID)
-		if m.IsBriefing() {
-			continue
-		}
-		text := m.Content.String()
-		add(&all, text)
-		if m.Role == briefd.RoleUser {
-			add(&user, text)
-		}
-		s.evidence[m.ID] = append(s.evidence[m.ID], text)
-		for _, tc := range m.ToolCalls {
-			add(&all, tc.ID)
-			add(&all, tc.Function.Name)
-			add(&all, tc.Function.Arguments)
-			callOwner[tc.ID] = m.ID
-		}
-		if m.Role == briefd.RoleTool {
-			if owner, ok := callOwner[m.ToolCallID]; ok {
-				s.evidence[owner] = append(s.evidence[owner], text)
-			}
-		}
-	}
-	s.corpus = collapse(all.String())
-	s.userCorpus = collapse(user.String())
-	return s
-}
-
-// collapse folds every run of white space into one space.
-func collapse(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-var (
-	quoteRe     = regexp.MustCompile(`"([^"\n]{3,1000})"|“([^”\n]{3,1000})”`)
-	statusRe    = regexp.MustCompile(`\b(COMPLETED|IN-PROGRESS|FAILED)\b`)
-	citeRe      = regexp.MustCompile(`\[([^\[\]\n]{1,400})\]`)
-	zeroCountRe = regexp.MustCompile(`(?i)\b0 (failed|failures?|errors?)\b|\bfailures?=0\b|\berrors?=0\b`)
-	successRe   = regexp.MustCompile(`(?i)\b(pass(ed|es)?|succe(ss|eded|ssful|ssfully)|ok|done|completed|created|saved|updated|merged|fixed|works|confirmed|resolved|exit(ed)?( with)?( code| status)?:? 0|returncode>0<|200 ok)\b|✓|✔`)
-	failureRe   = regexp.MustCompile(`(?i)\b(fail(ed|ure|ures|s)?|errors?|exception|traceback|exit(ed)?( with)?( code| status)?:? [1-9]\d*|returncode>[1-9]|not found|denied|timed out|cannot|unable)\b|✗`)
+// The gate's rules. Every reply that reaches the gate gets a verdict per
+// rule it was checked against (compact.Attempt.Verdicts); the names are
+// the labels of the rejection metrics and the keys of the audit event.
+const (
+	// RuleFormat: the reply is usable at all: not empty, not cut off, plain
+	// text (or, for the structured prompt, valid JSON with every field).
+	RuleFormat = "format"
+	// RuleLabels: the hand-off names the task and where the work stands.
+	RuleLabels = "labels"
+	// RuleLeak: no wrapper or role tag, in any spelling, that could end the
+	// briefing or forge a turn.
+	RuleLeak = "leak"
+	// RuleIdentifier: every identifier and cited message id occurs in the
+	// source.
+	RuleIdentifier = "identifier"
+	// RuleQuote: every quotation occurs in the source.
+	RuleQuote = "quote"
+	// RuleUserInstruction: every instruction attributed to the user is in a
+	// user message.
+	RuleUserInstruction = "user_instruction"
+	// RuleCompletion: every completion claim is shown by a message.
+	RuleCompletion = "completion"
+	// RuleLength: with the evidence ledger it fits the budget.
+	RuleLength = "length"
 )
 
-// showsSuccess reports whether a message (or its calls' results) carries
-// explicit evidence of success and no sign of failure. It is deliberately
-// strict: a false "no" only asks the model to write IN-PROGRESS.
-func (s *source) showsSuccess(id string) bool {
-	for _, text := range s.evidence[id] {
-		t := zeroCountRe.ReplaceAllString(text, "")
-		if successRe.MatchString(t) && !failureRe.MatchString(t) {
-			return true
+// Rules lists the gate's rules in the order they are checked.
+var Rules = []string{RuleFormat, RuleLabels, RuleLeak, RuleIdentifier, RuleQuote, RuleUserInstruction, RuleCompletion, RuleLength}
+
+// maxFailures bounds what a verdict and the feedback carry per rule.
+const maxFailures = 6
+
+// judgement collects the verdicts of one reply.
+type judgement struct {
+	checked  map[string]bool
+	failures map[string][]string
+	order    []string // failure texts in the order found, for feedback
+}
+
+func newJudgement() *judgement {
+	return &judgement{checked: map[string]bool{}, failures: map[string][]string{}}
+}
+
+func (j *judgement) check(rules ...string) {
+	for _, r := range rules {
+		j.checked[r] = true
+	}
+}
+
+func (j *judgement) fail(rule, format string, args ...any) {
+	j.checked[rule] = true
+	msg := fmt.Sprintf(format, args...)
+	for _, f := range j.failures[rule] {
+		if f == msg {
+			return
 		}
 	}
-	return false
-}
-
-// maxViolations bounds the feedback sent back to the model.
-const maxViolations = 12
-
-type violations []string
-
-func (v *violations) add(format string, args ...any) {
-	if len(*v) < maxViolations {
-		*v = append(*v, fmt.Sprintf(format, args...))
+	if len(j.failures[rule]) >= maxFailures {
+		return
 	}
+	j.failures[rule] = append(j.failures[rule], msg)
+	j.order = append(j.order, rule+": "+msg)
 }
 
-// checkLeaks reports wrapper tags in text.
-func checkLeaks(text string, v *violations) {
-	low := strings.ToLower(text)
-	for _, tag := range leakTags {
-		if strings.Contains(low, tag) {
-			v.add("the briefing contains the tag %s; write no tags", tag)
-		}
-	}
-}
+func (j *judgement) ok() bool { return len(j.order) == 0 }
 
-// checkIdentifiers reports identifiers of text that the source lacks.
-func (s *source) checkIdentifiers(text string, extract func(string) []string, v *violations) {
-	seen := map[string]bool{}
-	for _, id := range extract(text) {
-		if seen[id] {
+// verdicts returns one verdict per checked rule, in rule order.
+func (j *judgement) verdicts() []compact.Verdict {
+	var out []compact.Verdict
+	for _, r := range Rules {
+		if !j.checked[r] {
 			continue
 		}
-		seen[id] = true
-		if !strings.Contains(s.corpus, collapse(id)) {
-			v.add("identifier %q does not occur in the messages; copy identifiers verbatim or leave them out", id)
+		v := compact.Verdict{Rule: r, Passed: len(j.failures[r]) == 0}
+		for _, f := range j.failures[r] {
+			v.Failures = append(v.Failures, clip(f, 300))
 		}
-	}
-}
-
-// checkQuotes reports quoted passages of three words or more that the
-// source lacks: a quote must be verbatim.
-func (s *source) checkQuotes(text string, v *violations) {
-	for _, m := range quoteRe.FindAllStringSubmatch(text, -1) {
-		q := collapse(m[1] + m[2])
-		if len(strings.Fields(q)) < 3 {
-			continue
-		}
-		if !strings.Contains(s.corpus, q) {
-			v.add("the quote %q does not occur verbatim in the messages; quote exactly or paraphrase without quotes", q)
-		}
-	}
-}
-
-// checkInstructionQuotes reports quotes in the user-instructions paragraph
-// that no user wrote: an invented instruction is the worst failure a
-// briefing can have, since the agent would then execute it.
-func (s *source) checkInstructionQuotes(text string, v *violations) {
-	for _, m := range quoteRe.FindAllStringSubmatch(text, -1) {
-		q := collapse(m[1] + m[2])
-		if q != "" && !strings.Contains(s.userCorpus, q) {
-			v.add("the user instruction %q is not a verbatim quote of a user message; never add an instruction the user did not give", clip(q, 200))
-		}
-	}
-}
-
-// checkCompleted reports each COMPLETED that cites no message with success
-// evidence. The text around a status word (up to the neighbouring status
-// words on the same line) is where its citation is looked for.
-func (s *source) checkCompleted(text string, v *violations) {
-	for _, line := range strings.Split(text, "\n") {
-		locs := statusRe.FindAllStringIndex(line, -1)
-		for i, loc := range locs {
-			if line[loc[0]:loc[1]] != "COMPLETED" {
-				continue
-			}
-			from, to := 0, len(line)
-			if i > 0 {
-				from = locs[i-1][1]
-			}
-			if i+1 < len(locs) {
-				to = locs[i+1][0]
-			}
-			window := line[from:to]
-			cited := s.citedIDs(window)
-			if len(cited) == 0 {
-				v.add("COMPLETED without a cited message id in %q; cite the message that shows success, or write IN-PROGRESS", clip(strings.TrimSpace(window), 160))
-				continue
-			}
-			if !s.anySuccess(cited) {
-				v.add("COMPLETED cites %s, which show no explicit success; write IN-PROGRESS or FAILED", strings.Join(cited, ", "))
-			}
-		}
-	}
-}
-
-func (s *source) anySuccess(ids []string) bool {
-	for _, id := range ids {
-		if s.showsSuccess(id) {
-			return true
-		}
-	}
-	return false
-}
-
-// citedIDs returns the span message ids cited in square brackets in text.
-func (s *source) citedIDs(text string) []string {
-	var out []string
-	for _, m := range citeRe.FindAllStringSubmatch(text, -1) {
-		for _, f := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' || r == ';' }) {
-			if s.ids[f] {
-				out = append(out, f)
-			}
-		}
+		out = append(out, v)
 	}
 	return out
+}
+
+// leakNames are the tags a briefing must never contain: the wrapper the
+// agent reads it in, the serialization's own, and chat roles.
+var leakNames = []string{"compacted-history", "previous-chat-history", "evidence-ledger", "kept-messages", "history",
+	"message", "system", "user", "assistant", "tool", "tool_result", "tool_call", "function", "developer"}
+
+// checkLeaks reports wrapper and role tags in text, however spelled:
+// entities (&lt;/compacted-history&gt;), full-width brackets, spaces or
+// line breaks inside the tag, any case; and chat special tokens (<|im_end|>).
+func checkLeaks(text string, j *judgement) {
+	j.check(RuleLeak)
+	t := unescapeForLeaks(text)
+	for i := 0; i < len(t); i++ {
+		if t[i] != '<' {
+			continue
+		}
+		end := strings.IndexByte(t[i:min(len(t), i+80)], '>')
+		if end < 0 {
+			continue
+		}
+		inner := strings.ToLower(strings.Join(strings.Fields(t[i+1:i+end]), ""))
+		if strings.HasPrefix(inner, "|") {
+			j.fail(RuleLeak, "the hand-off contains the special token %s; write no tags or tokens", t[i:i+end+1])
+			continue
+		}
+		name := strings.TrimPrefix(inner, "/")
+		for _, n := range leakNames {
+			if rest, ok := strings.CutPrefix(name, n); ok && (rest == "" || rest == "/" || !isNameByte(rest[0])) {
+				j.fail(RuleLeak, "the hand-off contains the tag <%s>; never write <compacted-history> or any other wrapper or role tag", inner)
+				break
+			}
+		}
+	}
+}
+
+func isNameByte(c byte) bool { return isWordByte(c) || c == '-' }
+
+// checkIdentifiers reports identifiers of text that the source lacks.
+// Message ids and ranges of them must name messages of the history; short
+// bare numbers (5.5, 116) are values a model may compute; a path made of a
+// listing's directory and a file name in it is not invented.
+func (s *source) checkIdentifiers(text string, extract func(string) []string, j *judgement) {
+	j.check(RuleIdentifier)
+	for _, id := range s.gateIdentifiers(text, extract) {
+		switch {
+		case isShortNumber(id):
+		case msgIDRe.MatchString(id) && s.idsOnly(id):
+			for _, m := range msgIDRe.FindAllString(id, -1) {
+				if !s.ids[m] {
+					j.fail(RuleIdentifier, "message id %s is not a message of the history; cite only the ids of the history", m)
+				}
+			}
+		case s.inCorpus(id):
+		default:
+			j.fail(RuleIdentifier, "identifier %q does not occur in the messages; copy identifiers verbatim or leave them out", id)
+		}
+	}
+}
+
+// codeRe finds record codes such as 4XGCCM or HAT247: capitals and digits,
+// both, five to ten of them (the pattern of ../shared/tools/eval_quality.py,
+// which the identifier extractor misses when a code starts with a digit).
+var codeRe = regexp.MustCompile(`\b[A-Z0-9]{5,10}\b`)
+
+// gateIdentifiers returns the identifiers of text the gate checks: those of
+// extract, and record codes.
+func (s *source) gateIdentifiers(text string, extract func(string) []string) []string {
+	ids := extract(text)
+	for _, c := range codeRe.FindAllString(text, -1) {
+		if strings.ContainsAny(c, "0123456789") && strings.ContainsAny(c, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") && !slices.Contains(ids, c) {
+			ids = append(ids, c)
+		}
+	}
+	return ids
+}
+
+// idsOnly reports a token made of message ids and range punctuation.
+func (s *source) idsOnly(id string) bool {
+	return strings.Trim(msgIDRe.ReplaceAllString(id, ""), "-–—., /") == ""
+}
+
+// inCorpus reports whether id occurs in the source as a token, or, for a
+// path, whether its file name does and each of its directories does.
+func (s *source) inCorpus(id string) bool {
+	c := collapse(id)
+	if containsToken(s.corpus, c) {
+		return true
+	}
+	if !strings.Contains(c, "/") {
+		return false
+	}
+	parts := strings.Split(strings.Trim(c, "/"), "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			continue
+		}
+		if !containsToken(s.corpus, p) {
+			return false
+		}
+	}
+	return containsToken(s.corpus, path.Base(c))
+}
+
+// checkQuotes reports quotations of two words or more that occur nowhere
+// in the source. User instructions are checked against user messages
+// instead (checkInstructions).
+func (s *source) checkQuotes(text string, j *judgement) {
+	j.check(RuleQuote)
+	for _, q := range findQuotes(text) {
+		if len(strings.Fields(q.text)) < 2 {
+			continue
+		}
+		ok := false
+		for _, piece := range strings.FieldsFunc(q.text, func(r rune) bool { return r == '…' }) {
+			ok = true
+			for _, p := range strings.Split(piece, "...") {
+				if n := normQuote(p); n != "" && !strings.Contains(s.quotes, n) {
+					ok = false
+				}
+			}
+			if !ok {
+				break
+			}
+		}
+		if !ok {
+			j.fail(RuleQuote, "the quote %q does not occur in the messages; quote exactly or paraphrase without quotation marks", clip(q.text, 200))
+		}
+	}
 }

@@ -105,9 +105,10 @@ NEXT: Update CHANGELOG.md.`
 
 const goodJSON = `{"task_goal":"Fix the failing test in pkg/parser/lexer.go, then update CHANGELOG.md.",
 "user_instructions":[{"quote":"Always run go test ./... before committing.","source_ids":["m01"]}],
+"findings":[{"finding":"TestLex failed before the fix","result":"lexer_test.go:42: unexpected token","source_ids":["m03"]}],
+"objects":[{"name":"pkg/parser/lexer.go","state":"edited: the lexer keeps the last rune","source_ids":["m05"]}],
 "decisions":[{"decision":"Fix pkg/parser/lexer.go rather than the test","reason":"the lexer dropped the last rune","source_ids":["m04"]}],
-"artifacts":[{"name":"pkg/parser/lexer.go","state":"fixed","source_ids":["m05"]}],
-"errors":[{"error":"TestLex failed at lexer_test.go:42","resolution":"fixed in the lexer","source_ids":["m03","m07"]}],
+"errors":[{"error":"TestLex failed at lexer_test.go:42","resolution":"the full run passes after the fix","source_ids":["m03","m07"]}],
 "progress":[{"step":"run the full test suite after the fix","status":"completed","source_ids":["m07"]}],
 "pending_actions":[{"action":"update CHANGELOG.md","source_ids":["m08"]}],
 "current_state":"All tests pass; CHANGELOG.md is not updated yet."}`

@@ -16,15 +16,8 @@ var tagNeutralizer = strings.NewReplacer(
 	"<previous-chat-history", "‹previous-chat-history", "</previous-chat-history", "‹/previous-chat-history",
 	"<evidence-ledger", "‹evidence-ledger", "</evidence-ledger", "‹/evidence-ledger",
 	"<compacted-history", "‹compacted-history", "</compacted-history", "‹/compacted-history",
+	"<kept-messages", "‹kept-messages", "</kept-messages", "‹/kept-messages",
 )
-
-// leakTags are the wrapper tags an accepted briefing must not contain.
-var leakTags = []string{
-	"<compacted-history", "</compacted-history",
-	"<previous-chat-history", "</previous-chat-history",
-	"<history", "</history", "<message", "</message",
-	"<evidence-ledger", "</evidence-ledger",
-}
 
 const maxArgChars = 300
 
@@ -80,6 +73,32 @@ func serializeSpan(span []briefd.Message, prevText string, prevDepth int, maxCha
 		b.WriteString("</message>\n")
 	}
 	b.WriteString("</history>")
+	return b.String()
+}
+
+// maxPinnedChars clips each kept message: a system prompt states rules the
+// agent keeps anyway, the model needs only their gist.
+const maxPinnedChars = 4000
+
+// serializePinned renders the messages that stay before the briefing
+// (system prompts, the first user message), so the model knows the task;
+// empty when there are none.
+func serializePinned(pinned []briefd.Message, maxChars int) string {
+	if len(pinned) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("<kept-messages>\n")
+	for i := range pinned {
+		m := &pinned[i]
+		fmt.Fprintf(&b, "<message id=%q role=%q>\n", m.ID, m.Role)
+		if text := strings.TrimSpace(m.Content.String()); text != "" {
+			b.WriteString(tagNeutralizer.Replace(clip(text, min(maxChars, maxPinnedChars))))
+			b.WriteByte('\n')
+		}
+		b.WriteString("</message>\n")
+	}
+	b.WriteString("</kept-messages>")
 	return b.String()
 }
 

@@ -7,13 +7,14 @@ import (
 	"strings"
 )
 
-// Structured is the briefing of the structured prompt (seed 003): each item
+// Structured is the hand-off of the structured prompt (seed 003): each item
 // names the messages it comes from, so the gate can check it.
 type Structured struct {
 	TaskGoal         string            `json:"task_goal"`
 	UserInstructions []Instruction     `json:"user_instructions"`
+	Findings         []Finding         `json:"findings"`
+	Objects          []Object          `json:"objects"`
 	Decisions        []Decision        `json:"decisions"`
-	Artifacts        []Artifact        `json:"artifacts"`
 	Errors           []ErrorResolution `json:"errors"`
 	Progress         []Step            `json:"progress"`
 	PendingActions   []Action          `json:"pending_actions"`
@@ -33,8 +34,15 @@ type Decision struct {
 	SourceIDs []string `json:"source_ids"`
 }
 
-// Artifact is a file, URL or object and its current state.
-type Artifact struct {
+// Finding is something learned and the result that shows it.
+type Finding struct {
+	Finding   string   `json:"finding"`
+	Result    string   `json:"result"`
+	SourceIDs []string `json:"source_ids"`
+}
+
+// Object is a file, record or other object in play and its last known state.
+type Object struct {
 	Name      string   `json:"name"`
 	State     string   `json:"state"`
 	SourceIDs []string `json:"source_ids"`
@@ -61,7 +69,7 @@ type Action struct {
 }
 
 // requiredFields are the keys every structured reply must have.
-var requiredFields = []string{"task_goal", "user_instructions", "decisions", "artifacts", "errors", "progress", "pending_actions", "current_state"}
+var requiredFields = []string{"task_goal", "user_instructions", "findings", "objects", "decisions", "errors", "progress", "pending_actions", "current_state"}
 
 // schemaJSON is the JSON schema sent as response_format json_schema
 // (strict: every property required, no others).
@@ -87,8 +95,9 @@ var schemaJSON = func() json.RawMessage {
 		"properties": map[string]any{
 			"task_goal":         str,
 			"user_instructions": obj("quote"),
+			"findings":          obj("finding", "result"),
+			"objects":           obj("name", "state"),
 			"decisions":         obj("decision", "reason"),
-			"artifacts":         obj("name", "state"),
 			"errors":            obj("error", "resolution"),
 			"progress":          progress,
 			"pending_actions":   obj("action"),
@@ -116,58 +125,64 @@ func extractJSON(reply string) (string, bool) {
 }
 
 // parseStructured decodes and validates a structured reply against the
-// schema and the source; violations say what is wrong.
-func parseStructured(reply string, src *source, v *violations) *Structured {
+// schema and the source: format (JSON, fields, types), cited ids
+// (identifier) and user instructions (verbatim in a user message).
+func parseStructured(reply string, src *source, j *judgement) *Structured {
+	j.check(RuleFormat, RuleIdentifier, RuleUserInstruction)
 	raw, ok := extractJSON(reply)
 	if !ok {
-		v.add("the reply is not a JSON object")
+		j.fail(RuleFormat, "the reply is not a JSON object")
 		return nil
 	}
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(raw), &keys); err != nil {
-		v.add("the reply is not valid JSON: %v", err)
+		j.fail(RuleFormat, "the reply is not valid JSON: %v", err)
 		return nil
 	}
 	for _, f := range requiredFields {
 		if k, ok := keys[f]; !ok || bytes.Equal(bytes.TrimSpace(k), []byte("null")) {
-			v.add("required field %q is missing", f)
+			j.fail(RuleFormat, "required field %q is missing", f)
 		}
 	}
 	var s Structured
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		v.add("a field has the wrong type: %v", err)
+		j.fail(RuleFormat, "a field has the wrong type: %v", err)
 		return nil
 	}
 	if strings.TrimSpace(s.TaskGoal) == "" {
-		v.add("task_goal is empty")
+		j.fail(RuleFormat, "task_goal is empty")
 	}
 	if strings.TrimSpace(s.CurrentState) == "" {
-		v.add("current_state is empty")
+		j.fail(RuleFormat, "current_state is empty")
 	}
 	item := func(field string, i int, text string, ids []string) {
 		if strings.TrimSpace(text) == "" {
-			v.add("%s[%d] is empty", field, i)
+			j.fail(RuleFormat, "%s[%d] is empty", field, i)
 		}
 		if len(ids) == 0 {
-			v.add("%s[%d] has no source_ids", field, i)
+			j.fail(RuleFormat, "%s[%d] has no source_ids", field, i)
 		}
 		for _, id := range ids {
 			if !src.ids[id] {
-				v.add("%s[%d] cites %q, which is not a message id of the history", field, i, id)
+				j.fail(RuleIdentifier, "%s[%d] cites %q, which is not a message id of the history", field, i, id)
 			}
 		}
 	}
 	for i, x := range s.UserInstructions {
 		item("user_instructions", i, x.Quote, x.SourceIDs)
-		if q := collapse(x.Quote); q != "" && !strings.Contains(src.userCorpus, q) {
-			v.add("user_instructions[%d] %q is not a verbatim quote of a user message; never add an instruction the user did not give", i, clip(q, 200))
+		if q := strings.TrimSpace(x.Quote); q != "" && !src.fromUser(q) {
+			j.fail(RuleUserInstruction, "user_instructions[%d] %q is not in any user message: quote users exactly, and never present an assistant's, a tool's or an error message's words as the user's",
+				i, clip(q, 200))
 		}
+	}
+	for i, x := range s.Findings {
+		item("findings", i, x.Finding, x.SourceIDs)
+	}
+	for i, x := range s.Objects {
+		item("objects", i, x.Name, x.SourceIDs)
 	}
 	for i, x := range s.Decisions {
 		item("decisions", i, x.Decision, x.SourceIDs)
-	}
-	for i, x := range s.Artifacts {
-		item("artifacts", i, x.Name, x.SourceIDs)
 	}
 	for i, x := range s.Errors {
 		item("errors", i, x.Error, x.SourceIDs)
@@ -175,13 +190,9 @@ func parseStructured(reply string, src *source, v *violations) *Structured {
 	for i, x := range s.Progress {
 		item("progress", i, x.Step, x.SourceIDs)
 		switch x.Status {
-		case "completed":
-			if !src.anySuccess(x.SourceIDs) {
-				v.add("progress[%d] is completed but none of %v shows explicit success; use in_progress or failed", i, x.SourceIDs)
-			}
-		case "in_progress", "failed":
+		case "completed", "in_progress", "failed":
 		default:
-			v.add("progress[%d] has status %q; use completed, in_progress or failed", i, x.Status)
+			j.fail(RuleFormat, "progress[%d] has status %q; use completed, in_progress or failed", i, x.Status)
 		}
 	}
 	for i, x := range s.PendingActions {
@@ -190,8 +201,54 @@ func parseStructured(reply string, src *source, v *violations) *Structured {
 	return &s
 }
 
-// render writes the structured briefing as the plain text the agent reads.
-// User instructions are quoted; every item cites its messages.
+// structuredClaims returns the completion claims of a structured reply:
+// each "completed" step with its source_ids, and the prose claims of the
+// findings, objects, errors and current state.
+func (src *source) structuredClaims(s *Structured) []claim {
+	var out []claim
+	for _, x := range s.Progress {
+		if x.Status == "completed" {
+			out = append(out, src.newClaim(x.Step, src.knownIDs(x.SourceIDs), true))
+		}
+	}
+	prose := func(text string, ids []string) {
+		for _, cl := range clauseSpans(maskQuotes(text)) {
+			for _, c := range src.proseClaims(maskQuotes(text)[cl[0]:cl[1]]) {
+				// An item's source_ids cite the item, not each of its
+				// clauses: the claim may rest on any message.
+				c.cited, c.explicit = src.knownIDs(ids), false
+				c.quotes = quotedOutputs(text[cl[0]:cl[1]])
+				out = append(out, c)
+			}
+		}
+	}
+	for _, x := range s.Findings {
+		prose(x.Finding+"; "+x.Result, x.SourceIDs)
+	}
+	for _, x := range s.Objects {
+		prose(x.Name+" "+x.State, x.SourceIDs)
+	}
+	for _, x := range s.Errors {
+		prose(x.Error+"; "+x.Resolution, x.SourceIDs)
+	}
+	prose(s.CurrentState, nil)
+	return out
+}
+
+// knownIDs returns the ids of ids that name messages of the history.
+func (src *source) knownIDs(ids []string) []string {
+	var out []string
+	for _, id := range ids {
+		if src.ids[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// render writes the structured hand-off as the plain text the agent
+// reads, in the order of the normal prompt. User instructions are quoted;
+// every item cites its messages.
 func (s *Structured) render() string {
 	var b strings.Builder
 	cite := func(ids []string) string {
@@ -214,27 +271,31 @@ func (s *Structured) render() string {
 		x := s.UserInstructions[i]
 		return fmt.Sprintf("\"%s\"%s", strings.TrimSpace(x.Quote), cite(x.SourceIDs))
 	})
-	section("PROGRESS", len(s.Progress), func(i int) string {
-		x := s.Progress[i]
-		status := map[string]string{"completed": "COMPLETED", "in_progress": "IN-PROGRESS", "failed": "FAILED"}[x.Status]
-		return fmt.Sprintf("%s: %s%s", status, strings.TrimSpace(x.Step), cite(x.SourceIDs))
+	section("FINDINGS", len(s.Findings), func(i int) string {
+		x := s.Findings[i]
+		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Finding), strings.TrimSpace(x.Result), cite(x.SourceIDs))
+	})
+	section("OBJECTS", len(s.Objects), func(i int) string {
+		x := s.Objects[i]
+		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Name), strings.TrimSpace(x.State), cite(x.SourceIDs))
 	})
 	section("DECISIONS", len(s.Decisions), func(i int) string {
 		x := s.Decisions[i]
 		return fmt.Sprintf("%s (because %s)%s", strings.TrimSpace(x.Decision), strings.TrimSpace(x.Reason), cite(x.SourceIDs))
 	})
-	section("ARTIFACTS", len(s.Artifacts), func(i int) string {
-		x := s.Artifacts[i]
-		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Name), strings.TrimSpace(x.State), cite(x.SourceIDs))
-	})
 	section("ERRORS", len(s.Errors), func(i int) string {
 		x := s.Errors[i]
 		return fmt.Sprintf("%s -> %s%s", strings.TrimSpace(x.Error), strings.TrimSpace(x.Resolution), cite(x.SourceIDs))
 	})
+	section("PROGRESS", len(s.Progress), func(i int) string {
+		x := s.Progress[i]
+		status := map[string]string{"completed": "COMPLETED", "in_progress": "IN-PROGRESS", "failed": "FAILED"}[x.Status]
+		return fmt.Sprintf("%s: %s%s", strings.TrimSpace(x.Step), status, cite(x.SourceIDs))
+	})
+	fmt.Fprintf(&b, "\nCURRENT STATE: %s\n", strings.TrimSpace(s.CurrentState))
 	section("NEXT", len(s.PendingActions), func(i int) string {
 		x := s.PendingActions[i]
 		return strings.TrimSpace(x.Action) + cite(x.SourceIDs)
 	})
-	fmt.Fprintf(&b, "\nCURRENT STATE: %s\n", strings.TrimSpace(s.CurrentState))
 	return strings.TrimSpace(b.String())
 }

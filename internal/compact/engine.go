@@ -136,6 +136,9 @@ type Result struct {
 	Messages []briefd.Message
 	// Attempts lists the summarizer's calls, if any.
 	Attempts []Attempt
+	// SummarizerError says why the summarizer's briefing was not used,
+	// when a summarizer was asked and failed: the deterministic one was kept.
+	SummarizerError string
 	// TokensBefore counts the input history.
 	TokensBefore int
 	// BudgetTokens is the briefing budget that applied: the configured
@@ -228,11 +231,13 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("compact: conversation %q: evidence ledger: %w", req.ConversationID, err)
 		}
-		sum, attempts, err := e.summarize(ctx, SummaryInput{
+		sctx, cancel := summarizeContext(ctx)
+		sum, attempts, err := e.summarize(sctx, SummaryInput{
 			ConversationID: req.ConversationID, Tenant: req.Tenant,
-			Span: span, Previous: prev, Draft: ledger,
+			Span: span, Pinned: head, Previous: prev, Draft: ledger,
 			BudgetTokens: max(budget, draft.BudgetTokens, ledger.BudgetTokens), CountTokens: e.counter.Count,
 		})
+		cancel()
 		res.Attempts = attempts
 		switch {
 		case ctx.Err() != nil:
@@ -240,6 +245,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		case err != nil:
 			log.Warn("summarizer failed; keeping the deterministic briefing", "err", err, "attempts", len(attempts))
 			reason += "; summarizer failed, deterministic briefing kept: " + err.Error()
+			res.SummarizerError = err.Error()
 		default:
 			b.Text, b.Structured, b.Tier = sum.Text, sum.Structured, sum.Tier
 			b.Model, b.PromptVersion = sum.Model, sum.PromptVersion
@@ -311,6 +317,20 @@ func (e *Engine) summarize(ctx context.Context, in SummaryInput) (sum *Summary, 
 		sum.Tier = "llm"
 	}
 	return sum, sum.Attempts, nil
+}
+
+// summarizeContext bounds the summarizer by the caller's deadline less a
+// reserve, so that when a slow model runs the handler's time out the
+// deterministic briefing already built is still stored: the reserve (a
+// tenth of the time left, between 1 and 30 seconds) is for the store and
+// the audit event. Without a deadline it only adds cancellation.
+func summarizeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := min(max(time.Until(dl)/10, time.Second), 30*time.Second)
+	return context.WithDeadline(ctx, dl.Add(-reserve))
 }
 
 // splitSpan returns the pinned messages before the boundary (which stay,

@@ -32,7 +32,11 @@ type SummaryInput struct {
 	Tenant         string
 	// Span holds the messages being replaced, in order. When it begins
 	// with an earlier briefing message, Previous holds that briefing.
-	Span     []briefd.Message
+	Span []briefd.Message
+	// Pinned holds the messages kept verbatim before the briefing (system
+	// prompts, the first user message, pinned messages): they state the
+	// task and its rules, and are never part of the briefing.
+	Pinned   []briefd.Message
 	Previous *briefd.Briefing
 	// Draft is the deterministic evidence briefing of the span: its ledger
 	// must be carried into the model's briefing verbatim, and it is the
@@ -61,6 +65,24 @@ type Attempt struct {
 	Outcome string        `json:"outcome"` // "accepted", "error", "rejected", "skipped"
 	Error   string        `json:"error,omitempty"`
 	Elapsed time.Duration `json:"duration_ns"`
+	// Feedback marks a reply written after the Summarizer sent the model
+	// its verdicts on the previous reply.
+	Feedback bool `json:"feedback,omitempty"`
+	// Verdicts is the acceptance gate's judgement of the reply, one per
+	// rule checked, for an accepted or rejected attempt.
+	Verdicts []Verdict `json:"verdicts,omitempty"`
+}
+
+// Verdict is the judgement of one reply by one rule of a Summarizer's
+// acceptance gate.
+type Verdict struct {
+	// Rule names the rule ("completion", "user_instruction", ...).
+	Rule string `json:"rule"`
+	// Passed is false when the reply broke the rule.
+	Passed bool `json:"passed"`
+	// Failures says what broke it: the claim, the identifier, the
+	// instruction (a few, clipped).
+	Failures []string `json:"failures,omitempty"`
 }
 
 // AttemptsError is returned by a Summarizer that tried and failed: the

@@ -103,6 +103,46 @@ type Request struct {
 	Raw []byte `json:"-"`
 }
 
+// Profile makes the server refuse, as a real endpoint does, the request
+// parameters that endpoint does not support, with its kind of error (400),
+// before the script is consulted. The zero Profile accepts everything.
+type Profile struct {
+	// NoJSONSchema refuses response_format json_schema (Ollama before 0.5,
+	// vLLM without guided decoding).
+	NoJSONSchema bool
+	// NoResponseFormat refuses any response_format (llama.cpp builds
+	// without grammar support, many proxies).
+	NoResponseFormat bool
+	// NoMaxTokens refuses max_tokens (OpenAI's reasoning models and its
+	// newer API).
+	NoMaxTokens bool
+	// NoMaxCompletionTokens refuses max_completion_tokens (servers that
+	// predate it).
+	NoMaxCompletionTokens bool
+}
+
+// refuse returns the error a server with profile p sends req, or nil.
+func (p Profile) refuse(req Request) *Step {
+	var format struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(req.ResponseFormat, &format)
+	bad := func(msg, code string) *Step {
+		return &Step{Status: http.StatusBadRequest, Content: msg, Code: code}
+	}
+	switch {
+	case p.NoResponseFormat && format.Type != "":
+		return bad("'response_format' is not supported by this server", "")
+	case p.NoJSONSchema && format.Type == "json_schema":
+		return bad("response_format.type 'json_schema' is not supported", "")
+	case p.NoMaxTokens && req.MaxTokens > 0:
+		return bad("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.", "unsupported_parameter")
+	case p.NoMaxCompletionTokens && req.MaxCompletionTokens > 0:
+		return bad("Unrecognized request argument supplied: max_completion_tokens", "")
+	}
+	return nil
+}
+
 // Server is a scripted fake endpoint. Its URL ends in /v1, ready to be a
 // client's base URL. Methods are safe for concurrent use.
 type Server struct {
@@ -116,6 +156,7 @@ type Server struct {
 	fallback *Step
 	reqs     []Request
 	record   bool
+	profile  Profile
 	inFlight atomic.Int64
 	peak     atomic.Int64
 }
@@ -146,6 +187,13 @@ func (s *Server) Push(steps ...Step) {
 func (s *Server) SetDefault(step Step) {
 	s.mu.Lock()
 	s.fallback = &step
+	s.mu.Unlock()
+}
+
+// SetProfile makes the server refuse what an endpoint with p refuses.
+func (s *Server) SetProfile(p Profile) {
+	s.mu.Lock()
+	s.profile = p
 	s.mu.Unlock()
 }
 
@@ -195,6 +243,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.reqs = append(s.reqs, req)
 	}
 	var step Step
+	if refused := s.profile.refuse(req); refused != nil {
+		s.mu.Unlock()
+		s.respond(w, r, req, *refused)
+		return
+	}
 	switch {
 	case len(s.script) > 0:
 		step, s.script = s.script[0], s.script[1:]
@@ -210,7 +263,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if step.Func != nil {
 		step = step.Func(req)
 	}
+	s.respond(w, r, req, step)
+}
 
+// respond answers req with step.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, req Request, step Step) {
 	if step.Hang {
 		select {
 		case <-r.Context().Done():

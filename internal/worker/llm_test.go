@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/audit"
 	"github.com/briefd/briefd/internal/cascade"
@@ -109,3 +111,98 @@ func TestLLMThroughService(t *testing.T) {
 }
 
 var _ compact.Summarizer = (*cascade.Cascade)(nil)
+
+// Defect 11: the handler's deadline (MaxHandleTime) fires while a model is
+// still thinking. The cascade is stopped short of it, and the
+// deterministic briefing already built is stored on the first delivery:
+// the snapshot is neither retried from scratch nor dead-lettered.
+func TestSlowModelKeepsTheDeterministicBriefing(t *testing.T) {
+	srv := openaitest.NewServer(t)
+	srv.SetDefault(openaitest.Hang())
+	b := setup(t, false)
+	b.qcfg.MaxHandleTime = 3 * time.Second
+	start := time.Now()
+	w := b.startWorker(t, func(c *worker.Config) {
+		c.Queue.MaxHandleTime = 3 * time.Second
+		cfg := cascade.Config{BaseURL: srv.URL, APIKey: "test-key",
+			// Each model would wait far longer than the handler may.
+			Models: []cascade.ModelConfig{{Name: "slow", Timeout: time.Minute}}}
+		cas, err := cascade.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Summarizer = cas
+		c.Engine.MinBriefingTokens = 1500
+	})
+	h := loadExample(t, "tau-bench-2.json")
+	if _, err := b.pub.Publish(t.Context(), "acme", "slow", h.Messages); err != nil {
+		t.Fatal(err)
+	}
+	var got *briefd.Briefing
+	waitFor(t, 30*time.Second, "the briefing", func() bool {
+		bf, err := b.store.Latest(t.Context(), "acme", "slow")
+		got = bf
+		return err == nil
+	})
+	if got.Tier != briefd.TierDeterministic || len(got.Text) < 100 {
+		t.Fatalf("stored tier %q (%d chars), want the deterministic briefing", got.Tier, len(got.Text))
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("stored after %v: the cascade was not stopped before the handler's deadline", took)
+	}
+	evs, err := audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Tenant: "acme", ConversationID: "slow", Types: []audit.Type{audit.TypeCompacted}})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("audit events %+v (err %v), want one compaction", evs, err)
+	}
+	ev := evs[0]
+	if ev.Attempt != 1 || ev.LLM == nil || ev.LLM.Outcome != "fallback" || ev.LLM.Fallback == "" || len(ev.LLM.Attempts) == 0 {
+		t.Fatalf("audit event: attempt %d, llm %+v; want the first delivery, a fallback with its reason and the attempt", ev.Attempt, ev.LLM)
+	}
+	if n := testutil.ToFloat64(w.Metrics().DeadLetters); n != 0 {
+		t.Errorf("%v dead letters", n)
+	}
+}
+
+// The gate's verdicts reach the audit event and the rejection metrics:
+// an operator sees which rule a model broke.
+func TestVerdictsInAuditAndMetrics(t *testing.T) {
+	lie := narrative + "\nPROGRESS: The flight change was booked and paid: COMPLETED [m0008]."
+	srv := openaitest.NewServer(t, openaitest.Reply(lie), openaitest.Reply(narrative))
+	b := setup(t, false)
+	w := b.startWorker(t, func(c *worker.Config) {
+		c.Summarizer = newCascade(t, srv, "cheap")
+		c.Engine.MinBriefingTokens = 1500
+	})
+	h := loadExample(t, "tau-bench-2.json")
+	if _, err := b.pub.Publish(t.Context(), "acme", "verdicts", h.Messages); err != nil {
+		t.Fatal(err)
+	}
+	var evs []audit.Event
+	waitFor(t, 30*time.Second, "the audit event", func() bool {
+		evs, _ = audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Tenant: "acme", ConversationID: "verdicts", Types: []audit.Type{audit.TypeCompacted}})
+		return len(evs) == 1
+	})
+	r := evs[0].LLM
+	if r == nil || r.Outcome != "accepted" || len(r.Attempts) != 2 {
+		t.Fatalf("llm report %+v, want two attempts, the second accepted", r)
+	}
+	first, second := r.Attempts[0], r.Attempts[1]
+	var failed []string
+	for _, v := range first.Verdicts {
+		if !v.Passed {
+			failed = append(failed, v.Rule)
+			if len(v.Failures) == 0 || !contains(v.Failures[0], "booked") {
+				t.Errorf("verdict %+v does not name the claim", v)
+			}
+		}
+	}
+	if first.Outcome != "rejected" || len(failed) != 1 || failed[0] != cascade.RuleCompletion || len(first.Verdicts) != len(cascade.Rules) {
+		t.Errorf("first attempt %+v: want rejected by completion alone, every rule judged", first)
+	}
+	if second.Outcome != "accepted" || !second.Feedback {
+		t.Errorf("second attempt %+v: want accepted after feedback", second)
+	}
+	if n := testutil.ToFloat64(w.Metrics().LLMRejections.WithLabelValues("cheap", cascade.RuleCompletion)); n != 1 {
+		t.Errorf("briefd_llm_gate_rejections_total{model=cheap,rule=completion} = %v, want 1", n)
+	}
+}

@@ -23,6 +23,7 @@ type Metrics struct {
 	Rejected       prometheus.Counter
 	InFlight       prometheus.Gauge
 	LLMAttempts    *prometheus.CounterVec // by model and outcome
+	LLMRejections  *prometheus.CounterVec // by model and gate rule
 	PublishToStore prometheus.Histogram   // snapshot publish → briefing stored
 }
 
@@ -79,6 +80,10 @@ func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, er
 			Namespace: "briefd", Name: "llm_attempts_total",
 			Help: "Summarizer calls by model and outcome (accepted, error, rejected, skipped).",
 		}, []string{"model", "outcome"}),
+		LLMRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "briefd", Name: "llm_gate_rejections_total",
+			Help: "Model replies the acceptance gate rejected, by model and by the rule they broke (a reply breaking two rules counts under both).",
+		}, []string{"model", "rule"}),
 		PublishToStore: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "briefd", Name: "publish_to_briefing_seconds",
 			Help:    "Time from a snapshot's publication to its briefing being stored.",
@@ -86,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, er
 		}),
 	}
 	reg.MustRegister(m.Compactions, m.Duration, m.TokensSaved, m.TokensIn, m.Redeliveries, m.Retries, m.Deferred, m.DeadLetters,
-		m.Superseded, m.Rejected, m.InFlight, m.LLMAttempts, m.PublishToStore)
+		m.Superseded, m.Rejected, m.InFlight, m.LLMAttempts, m.LLMRejections, m.PublishToStore)
 	if lag != nil {
 		reg.MustRegister(&lagCollector{lag: lag, desc: prometheus.NewDesc("briefd_consumer_pending",
 			"Snapshots in the stream not yet delivered to any worker (consumer lag).", nil, nil)})

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -299,6 +300,11 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	}
 	for _, a := range res.Attempts {
 		w.metrics.LLMAttempts.WithLabelValues(a.Model, a.Outcome).Inc()
+		for _, v := range a.Verdicts {
+			if !v.Passed {
+				w.metrics.LLMRejections.WithLabelValues(a.Model, v.Rule).Inc()
+			}
+		}
 		if a.Outcome != "accepted" {
 			log.Info("summarizer attempt", "model", a.Model, "prompt", a.Prompt, "outcome", a.Outcome,
 				"error", a.Error, "duration", a.Elapsed)
@@ -335,6 +341,9 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	ev.DurationMS = float64(elapsed.Microseconds()) / 1000
 	ev.Attempt = int(snap.Delivery.Attempt)
 	ev.SummarizerAttempts = len(res.Attempts)
+	if w.cfg.Summarizer != nil {
+		ev.LLM = llmReport(res)
+	}
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		// The briefing is stored; the retry stores it again idempotently.
 		// If this publish did reach the stream (a lost ack), the retry's
@@ -446,4 +455,37 @@ func (w *Worker) hooks() queue.Hooks {
 			}
 		},
 	}
+}
+
+// llmReport turns a compaction's summarizer attempts into the audit
+// event's record of them, bounded.
+func llmReport(res *compact.Result) *audit.LLMReport {
+	r := &audit.LLMReport{Outcome: "accepted"}
+	if res.Briefing == nil || res.Briefing.Tier == briefd.TierDeterministic {
+		r.Outcome = "fallback"
+		r.Fallback = clipText(res.SummarizerError, 500)
+	}
+	for i, a := range res.Attempts {
+		if i == audit.MaxLLMAttempts {
+			break
+		}
+		la := audit.LLMAttempt{Model: a.Model, Prompt: a.Prompt, Outcome: a.Outcome, Error: clipText(a.Error, 500),
+			DurationMS: float64(a.Elapsed.Microseconds()) / 1000, Feedback: a.Feedback}
+		for _, v := range a.Verdicts {
+			la.Verdicts = append(la.Verdicts, audit.Verdict{Rule: v.Rule, Passed: v.Passed, Failures: v.Failures})
+		}
+		r.Attempts = append(r.Attempts, la)
+	}
+	return r
+}
+
+// clipText cuts s to at most n bytes on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
