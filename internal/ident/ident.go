@@ -300,8 +300,12 @@ func isIdentifier(t string) bool {
 			return true
 		}
 		// ids: snake or camel or upper-case tokens with digits, long enough
-		// not to be a word like "h2" or "x86" by accident.
-		return len(t) >= 4 && (t[0] < '0' || t[0] > '9')
+		// not to be a word like "h2" or "x86" by accident; an upper-case
+		// code may start with a digit (8C8K4E, 4XGCCM).
+		if t[0] >= '0' && t[0] <= '9' {
+			return len(t) >= 5 && len(t) <= 12 && n.upper == letters && n.under == 0
+		}
+		return len(t) >= 4
 	}
 	if dashes > 0 && letters > 0 && digits > 0 {
 		// issue and ticket keys (JIRA-123), instance names (django-11138).

@@ -16,6 +16,7 @@ func TestIdentifiersSnippets(t *testing.T) {
 		want []string // exactly these, in order of first appearance
 	}{
 		{"reservation", "Of course. My reservation ID is HXDUBJ.", nil},
+		{"codes starting with a digit", "Reservations 8C8K4E and 4XGCCM, not 3rd or 2nd or 64bit or 1080p.", []string{"8C8K4E", "4XGCCM"}},
 		{"email", "Sure, my email address is yara_garcia_1905@example.com.", []string{"yara_garcia_1905@example.com"}},
 		{"payment ids", `{"payment_methods": {"gift_card_6941833": {"source": "gift_card", "amount": 142}, "certificate_2345996": {"amount": 250}}}`,
 			[]string{"gift_card_6941833", "certificate_2345996"}},
