@@ -613,8 +613,8 @@ func findSalient(s *step, n int) []string {
 	var best []scored
 	for i, l := range s.f.out.lines {
 		t := strings.TrimSpace(l)
-		if len(t) < 4 || t == "[…]" {
-			continue
+		if len(t) < 4 || t == "[…]" || i == 0 && (catNHeaderRe.MatchString(t) || fileHeaderRe.MatchString(t) || editedRe.MatchString(t)) {
+			continue // an editor's header names the file, it is not content
 		}
 		low := strings.ToLower(t)
 		score := 0

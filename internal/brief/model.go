@@ -369,7 +369,9 @@ func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts
 		m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: own})
 	}
 	for _, s := range tf.decisions {
-		m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
+		if !slices.ContainsFunc(m.notes, func(n note) bool { return n.text == s }) {
+			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
+		}
 	}
 	if len(msg.ToolCalls) == 0 {
 		m.asked = &note{id: msg.ID, n: len(m.steps), text: thought}
