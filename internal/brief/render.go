@@ -614,7 +614,19 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 		})
 		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
 		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
-		it.texts[levelMin] = head + rest.line(m.prefersField, 90)
+		// The least detail keeps the short values (a cabin, a flag, a date)
+		// and the ids of the long ones, as table rows do.
+		brief := rest
+		brief.fields = nil
+		for _, f := range rest.fields {
+			if len(f.value) > minCell && !looksLikeDate(f.value) {
+				if f.value = idsOnly(f.value); f.value == "…" {
+					continue
+				}
+			}
+			brief.fields = append(brief.fields, f)
+		}
+		it.texts[levelMin] = head + brief.line(m.prefersField, 300)
 	} else {
 		// Cells are cut one by one so that the columns stay aligned; the
 		// least detail keeps the short cells (a cabin, a flag, a date)
@@ -1194,16 +1206,19 @@ func identKindScore(id string) float64 {
 	if ident.IsNumeric(id) {
 		return s
 	}
-	s += 2
 	switch {
-	case ident.IsPath(id) && strings.Contains(id, "/"):
-		s += 1.5
-	case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
-		s += 2.5
 	case strings.HasPrefix(id, "http"):
-		s += 1
+		s += 3
+	case strings.Contains(id, "/") && ident.IsPath(baseName(id)):
+		s += 3.5 // a file path
+	case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
+		s += 4.5
 	case isCode(id):
-		s += 1.5
+		s += 3.5
+	case strings.ContainsAny(id, "0123456789"):
+		s += 2 // an id
+	default:
+		s += 1 // a name from the code (`xa.dtype`): the text around it says more
 	}
 	if len(id) > 60 {
 		s--
