@@ -268,8 +268,8 @@ func searchText(s *step, level int) string {
 	if n == 0 {
 		return "no match"
 	}
-	if n <= 3 {
-		return clip(strings.Join(hits, " | "), []int{360, 200, 100}[level])
+	if joined := strings.Join(hits, " | "); n <= 3 && len(joined) <= []int{360, 200, 100}[level] {
+		return joined
 	}
 	if lines := hitLines(hits); len(lines) == len(hits) {
 		// One file searched: the hits are its lines.
@@ -290,7 +290,10 @@ func searchText(s *step, level int) string {
 		t += " in " + strconv.Itoa(len(files)) + "+ files"
 	}
 	if level == levelMin {
-		return t
+		if len(files) > 0 {
+			t += ": " + strings.Join(headLines(files, 3), ", ") + moreCount(len(files), 3)
+		}
+		return clip(t, 160)
 	}
 	max := []int{6, 3}[level]
 	if len(files) > 0 {
@@ -415,6 +418,9 @@ func listText(o *output, level int) string {
 // agent referred to, and its length.
 func outputText(s *step, level int) string {
 	o := &s.f.out
+	if t := strings.TrimSpace(o.body); t == "[]" || t == "{}" {
+		return "none found"
+	}
 	if len(o.short) > 0 {
 		// A short output is the result: kept whole unless the budget is
 		// at its tightest.
