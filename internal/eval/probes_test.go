@@ -177,7 +177,7 @@ func TestAggregateGrades(t *testing.T) {
 	f := func(v float64) *float64 { return &v }
 	gf := GradesFile{Grades: []Grade{
 		{Conversation: "c1", Method: PacketBriefd, Grader: "r1",
-			Probes: []ProbeVerdict{{"c1/p1", LocationSpan, VerdictUsable, ""}, {"c1/p2", LocationMixed, VerdictBare, ""}, {"c1/p3", LocationKept, VerdictUsable, ""}},
+			Probes:     []ProbeVerdict{{"c1/p1", LocationSpan, VerdictUsable, ""}, {"c1/p2", LocationMixed, VerdictBare, ""}, {"c1/p3", LocationKept, VerdictUsable, ""}},
 			Dimensions: map[string]*float64{"task": f(5), "readability": f(4), "errors": nil}},
 		{Conversation: "c1", Method: PacketBriefd, Grader: "r2",
 			Probes:     []ProbeVerdict{{"c1/p1", LocationSpan, VerdictMissing, ""}, {"c1/p2", LocationMixed, "", ""}},
