@@ -27,7 +27,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	frac := fs.Float64("frac", 0.7, "freeze each conversation at cut_index(messages, frac)")
-	jsonOut := fs.String("json", "", "also write the per-conversation rows to this file")
+	jsonOut := fs.String("json", "", "also write the per-conversation rows (with --probes the manifest, with --grade the aggregate) to this file")
 	chain := fs.Bool("chain", false, "replay each conversation message by message in a small window (eval_chain.py)")
 	cycles := fs.Int("cycles", 4, "chain: window = max(2000, prefix tokens / cycles)")
 	minMessages := fs.Int("chain-min-messages", 60, "chain: skip conversations with fewer messages (eval_chain.py --min-messages)")
@@ -38,8 +38,18 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	grade := fs.String("grade", "", "aggregate the graders' verdicts of this grades file")
 	var cfg compact.Config
 	bindEngineFlags(fs, &cfg)
+	fs.Lookup("context-window").Usage = "not used: each compaction gets the yardstick's window (chars/4+1, or the chain's)"
 	fs.Usage = envflag.Usage(fs, "BRIEFD_", evalSynopsis)
-	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
+	// The yardsticks pass --context-window on the command line, which
+	// overrides the environment: a service's BRIEFD_CONTEXT_WINDOW is not
+	// an error here, only the flag is.
+	lookup := func(name string) (string, bool) {
+		if name == envflag.Name("BRIEFD_", "context-window") {
+			return "", false
+		}
+		return os.LookupEnv(name)
+	}
+	if err := envflag.Parse(fs, args, "BRIEFD_", lookup); err != nil {
 		return err
 	}
 	explicit := map[string]bool{}
@@ -83,6 +93,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		prog.done()
+		if err := writeJSONFile(*jsonOut, man); err != nil {
+			return err
+		}
 		return man.WriteTable(stdout)
 	}
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/briefd/briefd"
 )
 
 const probeDir = "testdata/probes"
@@ -234,5 +236,23 @@ func TestAggregateGrades(t *testing.T) {
 	dup := Grade{Conversation: "c", Method: PacketBriefd, Grader: "r"}
 	if _, err := AggregateGrades(GradesFile{Grades: []Grade{dup, dup}}); err == nil {
 		t.Error("the same grader twice on one packet: accepted")
+	}
+}
+
+func TestRenderTranscript(t *testing.T) {
+	msgs := []briefd.Message{
+		{ID: "s", Role: briefd.RoleSystem, Content: briefd.Text("be brief")},
+		{ID: "u", Role: briefd.RoleUser, Content: briefd.Text("list files")},
+		{ID: "a", Role: briefd.RoleAssistant, Content: briefd.Text("Listing."), ToolCalls: []briefd.ToolCall{
+			{ID: "c1", Type: "function", Function: briefd.FunctionCall{Name: "bash", Arguments: `{"cmd":"ls"}`}}}},
+		{ID: "t", Role: briefd.RoleTool, ToolCallID: "c1", Content: briefd.Text("a.go\nb.go\n")},
+		{ID: "b", Role: briefd.RoleUser, Content: briefd.Text("x"), Metadata: map[string]string{briefd.MetaKind: briefd.KindBriefing}},
+	}
+	var b strings.Builder
+	renderTranscript(&b, msgs)
+	want := "[system]\nbe brief\n\n[user]\nlist files\n\n[assistant]\nListing.\n[tool call: bash (c1)] {\"cmd\":\"ls\"}\n\n" +
+		"[tool result: bash (c1)]\na.go\nb.go\n\n[user]\nx\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
