@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	grade := fs.String("grade", "", "aggregate the graders' verdicts of this grades file")
 	var cfg compact.Config
 	bindEngineFlags(fs, &cfg)
+	llm := bindLLMFlags(fs)
 	fs.Lookup("context-window").Usage = "not used: each compaction gets the yardstick's window (chars/4+1, or the chain's)"
 	fs.Usage = envflag.Usage(fs, "BRIEFD_", evalSynopsis)
 	// The yardsticks pass --context-window on the command line, which
@@ -68,7 +70,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	prog := newEvalProgress(stderr)
 	defer prog.done()
-	opts := eval.Options{Frac: *frac, Engine: cfg, Progress: prog.step}
+	// With --llm-models the cascade writes the briefings, one cascade per
+	// compaction as `worker compact` builds one per process.
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	summarizer := func() (compact.Summarizer, error) { return llm(logger) }
+	if s, err := summarizer(); err != nil {
+		return err
+	} else if s == nil {
+		summarizer = nil
+	}
+	opts := eval.Options{Frac: *frac, Engine: cfg, Summarizer: summarizer, Progress: prog.step}
 
 	switch {
 	case *grade != "":
@@ -109,7 +120,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *chain {
 		rep, err := eval.RunChain(ctx, files, eval.ChainOptions{
-			Options: eval.Options{Frac: *frac, Engine: cfg, NoForce: *noForce, Progress: prog.step},
+			Options: eval.Options{Frac: *frac, Engine: cfg, NoForce: *noForce, Summarizer: summarizer, Progress: prog.step},
 			Cycles:  *cycles, MinMessages: *minMessages,
 		})
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/briefd/briefd/internal/openaitest"
 )
 
 const examples = "../../examples/histories"
@@ -324,5 +326,42 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// With --llm-models, eval measures the cascade's briefings, as the
+// yardstick does when `worker compact` is configured with a model.
+func TestEvalWithLLM(t *testing.T) {
+	srv := openaitest.NewServer(t)
+	srv.SetDefault(openaitest.Reply("TASK:\nThe customer wants to change a flight reservation.\nCURRENT STATE:\nYou compared flights with the customer; nothing was changed yet: IN-PROGRESS.\nNEXT:\nWait for the customer's choice."))
+	srv.SetRecord(true)
+	dir := t.TempDir()
+	data, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tau-bench-2.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	det, llm := filepath.Join(t.TempDir(), "det.json"), filepath.Join(t.TempDir(), "llm.json")
+	if code, _, stderr := run(t, "", "eval", "--json", det, "--min-briefing-tokens", "1500", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d model requests without --llm-models", n)
+	}
+	code, _, stderr := run(t, "", "eval", "--json", llm, "--min-briefing-tokens", "1500",
+		"--llm-base-url", srv.URL, "--llm-api-key", "k", "--llm-models", "m1", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if len(srv.Requests()) == 0 {
+		t.Fatal("no model request with --llm-models")
+	}
+	var a, b struct{ Ours []map[string]any }
+	readJSON(t, det, &a)
+	readJSON(t, llm, &b)
+	if len(a.Ours) != 1 || len(b.Ours) != 1 || a.Ours[0]["ratio"] == b.Ours[0]["ratio"] {
+		t.Errorf("deterministic %v, with the model %v", a.Ours, b.Ours)
 	}
 }

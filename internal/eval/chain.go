@@ -74,7 +74,7 @@ func RunChain(ctx context.Context, files []string, opts ChainOptions) (*ChainRep
 	if opts.MinMessages == 0 {
 		opts.MinMessages = 60
 	}
-	comp, err := newCompactor(opts.Engine, !opts.NoForce)
+	comp, err := newCompactor(opts.Options, !opts.NoForce)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,12 @@ type Options struct {
 	// `--compactor 'worker compact'` without --force does. The single
 	// compaction report always forces, as eval_quality.py is run.
 	NoForce bool
+	// Summarizer, when set, returns the model cascade of one compaction,
+	// as `worker compact --llm-models ...` builds it: a new one per
+	// compaction (the command is a new process each time, so its circuit
+	// breakers and spend guard start afresh). Nil measures the
+	// deterministic tier.
+	Summarizer func() (compact.Summarizer, error)
 	// Progress, when set, is called before each conversation with its
 	// position (from 0), the number of files and the file.
 	Progress func(i, n int, file string)
@@ -46,18 +52,19 @@ func (o Options) withDefaults() (Options, error) {
 // window per call. Only the token counter is shared: its counts are a pure
 // function of the text and its caches make the chained replay affordable.
 type compactor struct {
-	cfg     compact.Config
-	counter *compact.TokenCounter
-	force   bool
+	cfg        compact.Config
+	counter    *compact.TokenCounter
+	force      bool
+	summarizer func() (compact.Summarizer, error)
 }
 
-func newCompactor(cfg compact.Config, force bool) (*compactor, error) {
-	d := cfg.WithDefaults()
+func newCompactor(opts Options, force bool) (*compactor, error) {
+	d := opts.Engine.WithDefaults()
 	counter, err := compact.NewTokenCounter(d.Model, d.Encoding, max(d.PerMessageOverhead, 0))
 	if err != nil {
 		return nil, fmt.Errorf("eval: token counter: %w", err)
 	}
-	return &compactor{cfg: cfg, counter: counter, force: force}, nil
+	return &compactor{cfg: opts.Engine, counter: counter, force: force, summarizer: opts.Summarizer}, nil
 }
 
 // compact returns the engine's result on msgs with the given window, or
@@ -66,7 +73,17 @@ func newCompactor(cfg compact.Config, force bool) (*compactor, error) {
 func (c *compactor) compact(ctx context.Context, id string, msgs []briefd.Message, window int) (*compact.Result, error) {
 	cfg := c.cfg
 	cfg.ContextWindow = window
-	eng, err := compact.New(cfg, compact.WithTokenCounter(c.counter))
+	engOpts := []compact.Option{compact.WithTokenCounter(c.counter)}
+	if c.summarizer != nil {
+		s, err := c.summarizer()
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			engOpts = append(engOpts, compact.WithSummarizer(s))
+		}
+	}
+	eng, err := compact.New(cfg, engOpts...)
 	if err != nil {
 		return nil, err
 	}

@@ -236,7 +236,7 @@ func WritePackets(ctx context.Context, opts PacketOptions) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	comp, err := newCompactor(opts.Engine, true)
+	comp, err := newCompactor(opts.Options, true)
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func TestWritePackets(t *testing.T) {
 			t.Errorf("%s packet lacks the hand-off questions", name)
 		}
 	}
-	if !strings.Contains(brief, "<compacted-history>") || strings.Contains(middle, "<compacted-history>") {
+	if !strings.Contains(brief, briefd.OpenTag) || strings.Contains(middle, briefd.OpenTag) {
 		t.Error("the briefing is not in the briefd packet alone")
 	}
 	if !strings.Contains(middle, middleMark) {

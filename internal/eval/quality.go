@@ -75,7 +75,7 @@ func Run(ctx context.Context, files []string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	comp, err := newCompactor(opts.Engine, true)
+	comp, err := newCompactor(opts, true)
 	if err != nil {
 		return nil, err
 	}
