@@ -28,8 +28,10 @@ demo:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# eval prints the quality yardsticks on the shared histories (bench/README.md, section 5).
 eval:
 	$(GO) run ./cmd/worker eval ../shared/data/histories
+	$(GO) run ./cmd/worker eval --chain ../shared/data/histories
 
 vet:
 	$(GO) vet $(PKGS)

@@ -2,7 +2,7 @@
 //
 //	worker [run]       consume snapshots from JetStream, compact, store briefings (the service)
 //	worker compact     compact one history file and print the result as JSON
-//	worker eval        quality report of the deterministic briefing over a folder of histories
+//	worker eval        the quality yardsticks over folders of histories (identifier recall, chained), probe packets and grades
 //	worker replay      re-run the compaction of a stored snapshot and compare it with the stored briefing
 //	worker rebuild     recompute every conversation's latest briefing from the stream (a store lost)
 //	worker healthcheck probe a worker's /readyz (for container health checks)
@@ -33,7 +33,7 @@ const usage = `usage: worker <command> [flags]
 commands:
   run          consume snapshots, compact, store briefings (default)
   compact      compact one history file (or - for stdin) and print JSON
-  eval         quality report over a folder of histories
+  eval         quality yardsticks over histories; probe-set packets and grades
   replay       re-run a stored snapshot's compaction and compare
   rebuild      recompute every conversation's latest briefing from the stream
   healthcheck  probe a worker's readiness endpoint

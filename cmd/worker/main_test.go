@@ -203,16 +203,6 @@ func TestCompactPrintsVerdicts(t *testing.T) {
 	}
 }
 
-func TestEvalCommand(t *testing.T) {
-	code, out, stderr := run(t, "", "eval", "../../examples/histories")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if !strings.Contains(out, "recall") {
-		t.Fatalf("no recall figure in the report:\n%s", out)
-	}
-}
-
 func TestUsage(t *testing.T) {
 	if code, _, _ := run(t, "", "nonsense"); code != 2 {
 		t.Fatalf("unknown command exits %d, want 2", code)
