@@ -43,6 +43,9 @@ func (s *step) lastID() string { return s.ids[len(s.ids)-1] }
 type userMsg struct {
 	ids  []string
 	text string
+	// earlier marks a harness reminder quoted by a folded briefing and
+	// not repeated in the new messages.
+	earlier bool
 }
 
 // note is a sentence the assistant wrote, with its message.
@@ -261,7 +264,11 @@ func (m *model) foldHarness() {
 			users = append(users, e)
 			continue
 		}
-		m.harness = append(m.harness, userMsg{ids: e.IDs, text: strings.TrimSuffix(quote, " […]")})
+		if i := slices.IndexFunc(m.harness, func(h userMsg) bool { return harnessKey(h.text) == harnessKey(quote) }); i >= 0 {
+			m.harness[i].ids = append(m.harness[i].ids, e.IDs...)
+			continue
+		}
+		m.harness = append(m.harness, userMsg{ids: e.IDs, text: quote, earlier: true})
 	}
 	m.prior.entries[secUser] = users
 }
@@ -292,10 +299,11 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 			m.told = m.told[:len(m.told)-1]
 		}
 		m.asked = nil
-		key := headOf(t, harnessQuote)
+		key := harnessKey(t)
 		for i := range m.harness {
-			if headOf(m.harness[i].text, harnessQuote) == key {
+			if harnessKey(m.harness[i].text) == key {
 				m.harness[i].ids = append(m.harness[i].ids, msg.ID)
+				m.harness[i].earlier = false
 				return
 			}
 		}
@@ -315,6 +323,12 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 		}
 	}
 	m.users = append(m.users, userMsg{ids: []string{msg.ID}, text: t})
+}
+
+// harnessKey tells harness reminders apart by their opening, whitespace
+// folded (a folded briefing's quote lost its blank lines).
+func harnessKey(t string) string {
+	return headOf(strings.Join(strings.Fields(strings.TrimSuffix(t, " […]")), " "), 100)
 }
 
 // harnessQuote is how much of a harness message or a tool error in the

@@ -165,7 +165,8 @@ func (l *layout) build(userCap int) {
 	// Harness reminders in the user role: each distinct one quoted once
 	// (its opening, verbatim), marked as not the user's.
 	for k, h := range m.harness {
-		l.add(&item{sec: secUser, must: true, ids: h.ids, order: 1e6 + float64(k)},
+		// One quoted by an earlier briefing only competes for room.
+		l.add(&item{sec: secUser, must: !h.earlier, prio: 2, ids: h.ids, order: 1e6 + float64(k)},
 			"["+rangeOf(h.ids)+"] "+harnessMark+quoteHead(h.text, harnessQuote))
 	}
 
@@ -194,7 +195,7 @@ func (l *layout) add(it *item, text string) *item {
 // quoteHead quotes the first n bytes of a text verbatim (newlines kept),
 // marking a cut.
 func quoteHead(t string, n int) string {
-	if len(t) <= n {
+	if len(t) <= n || strings.HasSuffix(t, " […]") {
 		return t
 	}
 	return headOf(t, n) + " […]"
