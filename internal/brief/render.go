@@ -1084,11 +1084,20 @@ func (l *layout) index(text string, room, scale float64) string {
 	bonus := map[string]bool{}
 	var lost []identScore
 	for _, it := range l.items {
-		if it.level >= 0 {
+		if it.level == levelFull || len(it.idents) == 0 {
 			continue
 		}
+		// A line left out, or shown shorter, loses identifiers its full
+		// text had.
+		var shown map[string]bool
+		if it.level >= 0 {
+			shown = map[string]bool{}
+			for _, id := range it.textIdents() {
+				shown[id] = true
+			}
+		}
 		for _, id := range it.idents {
-			if bonus[id] || ident.IsNumeric(id) || messageIDRe.MatchString(id) || l.msgIDs[id] {
+			if shown[id] || bonus[id] || ident.IsNumeric(id) || messageIDRe.MatchString(id) || l.msgIDs[id] {
 				continue
 			}
 			bonus[id] = true
