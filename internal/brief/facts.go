@@ -395,10 +395,30 @@ func viewText(s *step, level int) string {
 	return clip(t, []int{420, 200}[level])
 }
 
+// listText tells a listing: "ls -l" and one-per-line listings by their
+// lines, a column listing by its words.
 func listText(o *output, level int) string {
 	var entries []string
+	long := false
 	for _, l := range o.lines {
-		entries = append(entries, strings.Fields(l)...)
+		if lsLongRe.MatchString(l) {
+			long = true
+			break
+		}
+	}
+	for _, l := range o.lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "" || strings.HasPrefix(t, "total "):
+		case long:
+			if f := strings.Fields(t); len(f) >= 9 {
+				entries = append(entries, strings.Join(f[8:], " "))
+			}
+		case len(o.lines) > 1 && !strings.Contains(t, "  "):
+			entries = append(entries, t)
+		default:
+			entries = append(entries, strings.Fields(t)...)
+		}
 	}
 	if len(entries) == 0 {
 		return "empty"
@@ -667,6 +687,8 @@ func compactNumbered(l string) string {
 	}
 	return strings.TrimSpace(l)
 }
+
+var lsLongRe = regexp.MustCompile(`^[-dlcbps][-rwxsStT]{9}[.+@]?\s`)
 
 var lineRefRe = regexp.MustCompile(`(?i)\blines? (\d+)(?:\s*(?:-|–|to|and)\s*(\d+))?`)
 

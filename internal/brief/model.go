@@ -154,6 +154,10 @@ type model struct {
 	argValues map[string]int
 	// userAt is the step count when the last user message came.
 	userAt int
+	// dialogue is set when the span has a real user message after the
+	// task: only then is an assistant message without a call addressed
+	// to a user (elsewhere the harness answers it).
+	dialogue bool
 }
 
 type idList struct {
@@ -177,6 +181,13 @@ func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *mo
 	for i := range head {
 		if head[i].Role == briefd.RoleSystem {
 			m.policy += strings.ToLower(head[i].Content.String()) + "\n"
+		}
+	}
+	for i := range span {
+		if span[i].Role == briefd.RoleUser && !span[i].IsBriefing() {
+			if t := strings.TrimSpace(span[i].Content.String()); t != "" && !isHarness(t) && !isToolError(t) {
+				m.dialogue = true
+			}
 		}
 	}
 	results := map[string]*briefd.Message{}
@@ -387,7 +398,7 @@ func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts
 			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
 		}
 	}
-	if len(msg.ToolCalls) == 0 {
+	if len(msg.ToolCalls) == 0 && m.dialogue {
 		m.asked = &note{id: msg.ID, n: len(m.steps), text: thought}
 		m.told = append(m.told, note{id: msg.ID, n: len(m.steps), text: thought})
 	}
@@ -531,9 +542,10 @@ func toolComplaint(line string) bool {
 
 // editFailed reports an editor's refusal ("No replacement was performed").
 func editFailed(o *output) bool {
-	for _, l := range headLines(o.lines, 3) {
+	for _, l := range headLines(o.lines, 4) {
 		if strings.Contains(l, "No replacement was performed") || strings.Contains(l, "did not appear verbatim") ||
-			strings.HasPrefix(l, "Your proposed edit has introduced new syntax error") {
+			strings.Contains(l, "Your proposed edit has introduced new syntax error") ||
+			strings.Contains(l, "edit was not applied") || strings.Contains(l, "NOT applied") {
 			return true
 		}
 	}
@@ -774,7 +786,7 @@ func (m *model) trackError(s *step) {
 	if !s.failed {
 		for _, e := range m.errors {
 			if e.resolved == "" && e.key == key {
-				e.resolved = s.lastID()
+				e.resolved = s.id()
 				e.fix = m.fixBetween(e, s)
 			}
 		}
@@ -798,20 +810,20 @@ func (m *model) trackError(s *step) {
 	}
 	for _, e := range m.errors {
 		if e.line == line && e.key == key && e.resolved == "" {
-			e.ids = append(e.ids, s.lastID())
+			e.ids = append(e.ids, s.id())
 			e.n = s.n
 			e.count++
 			return
 		}
 	}
-	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.lastID()}, key: key, n: s.n, count: 1})
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1})
 }
 
 // resolvedFailure reports whether a failed step's error was resolved
 // later in the span.
 func (m *model) resolvedFailure(s *step) bool {
 	for _, e := range m.errors {
-		if e.resolved != "" && slices.Contains(e.ids, s.lastID()) {
+		if e.resolved != "" && slices.Contains(e.ids, s.id()) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/binary"
 	"hash/maphash"
+	"sort"
 	"strings"
 	"sync"
 
@@ -219,7 +220,7 @@ func distinctIdents(t string) []string {
 // readStep reads one call and its result.
 func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *stepFacts {
 	f := &stepFacts{call: classifyCall(tc.Function.Name, tc.Function.Arguments)}
-	f.argIDs = distinctIdents(tc.Function.Arguments)
+	f.argIDs = distinctIdents(argText(tc.Function.Arguments))
 	if result != nil {
 		text := result.Content.String()
 		f.outIDs = distinctIdents(text)
@@ -260,6 +261,51 @@ func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *s
 		}
 	}
 	return f
+}
+
+// argText is the text of a call's arguments: the JSON's string values
+// decoded (so an escaped "\u003c" is not read as a word), or the raw
+// arguments when they are not JSON.
+func argText(raw string) string {
+	a := parseArgs(raw)
+	if a == nil {
+		return raw
+	}
+	var b strings.Builder
+	for _, k := range sortedKeysOf(a) {
+		b.WriteString(condenseArg(a[k]))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func condenseArg(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = condenseArg(e)
+		}
+		return strings.Join(parts, " ")
+	case map[string]any:
+		var parts []string
+		for _, k := range sortedKeysOf(x) {
+			parts = append(parts, condenseArg(x[k]))
+		}
+		return strings.Join(parts, " ")
+	}
+	return scalarString(v)
+}
+
+func sortedKeysOf(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // editWhat describes a SWE-agent "edit A:B" by its line range and first

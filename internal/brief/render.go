@@ -311,6 +311,9 @@ func readParts(f *fileState, views []*step) string {
 				what = "whole"
 			}
 		}
+		if strings.Contains(s.f.out.body, " characters elided …]") {
+			what += " (the harness cut the output)"
+		}
 		parts = append(parts, what+" ["+s.id()+"]")
 	}
 	if len(parts) > 6 {
