@@ -92,6 +92,7 @@ type options struct {
 	contextWindow int
 	watch         bool
 	kvBucket      string
+	expand        ExpandLimits
 }
 
 // WithTenant sets the tenant every snapshot and lookup belongs to. Default
@@ -157,6 +158,8 @@ func WithWatch() Option { return func(o *options) { o.watch = true } }
 // serialized in call order.
 type Client struct {
 	tenant  string
+	prefix  string
+	js      jetstream.JetStream
 	pub     *queue.Publisher
 	store   store
 	opts    []queue.PublishOption
@@ -164,6 +167,10 @@ type Client struct {
 	onError func(error)
 	watch   bool
 	buffer  int
+
+	expandLimits ExpandLimits
+	resolverOnce sync.Once
+	res          *queue.Resolver // reads the originals (Expand, Search)
 
 	ctx    context.Context // the watches'
 	cancel context.CancelFunc
@@ -247,6 +254,8 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		tenant:  o.tenant,
+		prefix:  o.prefix,
+		js:      js,
 		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
 		log:     o.logger,
 		onError: o.onError,
@@ -254,6 +263,8 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		buffer:  o.buffer,
 		byConv:  map[string][]*inflight{},
 		watches: map[string]*watched{},
+
+		expandLimits: o.expand.withDefaults(),
 	}
 	// Read the streams' MaxAge and message size now, so that even the
 	// first snapshots follow the workers' configuration; the publisher
