@@ -66,14 +66,14 @@ type ExpandToolArgs struct {
 
 // expandAnswer is the tool's answer to a range.
 type expandAnswer struct {
-	ConversationID string           `json:"conversation_id"`
-	FromID         string           `json:"from_id"`
-	ToID           string           `json:"to_id"`
-	Messages       []answerMessage  `json:"messages"`
-	Truncated      bool             `json:"truncated"`
-	NextID         string           `json:"next_id,omitempty"`
-	ExpiredIDs     []string         `json:"expired_ids,omitempty"`
-	Note           string           `json:"note,omitempty"`
+	ConversationID string          `json:"conversation_id"`
+	FromID         string          `json:"from_id"`
+	ToID           string          `json:"to_id"`
+	Messages       []answerMessage `json:"messages"`
+	Truncated      bool            `json:"truncated"`
+	NextID         string          `json:"next_id,omitempty"`
+	ExpiredIDs     []string        `json:"expired_ids,omitempty"`
+	Note           string          `json:"note,omitempty"`
 }
 
 // answerMessage is a message in a tool answer: briefd.Message's JSON, its
