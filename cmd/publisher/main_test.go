@@ -182,6 +182,30 @@ func TestPublishLatestSplice(t *testing.T) {
 	if len(sh.Messages) >= len(h.Messages) || !sh.Messages[2].IsBriefing() {
 		t.Errorf("spliced history: %d messages (from %d), third %q", len(sh.Messages), len(h.Messages), sh.Messages[2].ID)
 	}
+	// expand reads the originals back from the streams; search finds them.
+	m5, m7 := h.Messages[5], h.Messages[7]
+	code, out, errOut = run(t, "expand", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--from", m5.ID, "--to", m7.ID, "--format", "json")
+	var msgs []briefd.Message
+	if code != 0 || json.Unmarshal([]byte(out), &msgs) != nil || len(msgs) != 3 || msgs[0].ID != m5.ID || msgs[2].Content.String() != m7.Content.String() {
+		t.Errorf("expand --format json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "expand", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--from", m5.ID, "--to", m7.ID, "--max-messages", "2")
+	if code != 0 || !strings.Contains(out, "["+m5.ID+"] "+string(m5.Role)) || strings.Contains(out, "["+m7.ID+"]") || !strings.Contains(errOut, "go on with --from "+h.Messages[7].ID) {
+		t.Errorf("expand --max-messages 2: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, _, errOut = run(t, "expand", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--from", "no-such-id")
+	if code != 1 || !strings.Contains(errOut, "not in the conversation's stored snapshots") {
+		t.Errorf("expand of an unknown id: exit %d, stderr %s", code, errOut)
+	}
+	word := strings.Fields(m5.Content.String())[0]
+	code, out, errOut = run(t, "search", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--format", "json", word)
+	var matches []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(out), &matches) != nil || len(matches) == 0 || !strings.Contains(errOut, "messages searched") {
+		t.Errorf("search %q: exit %d\nstdout:\n%s\nstderr:\n%s", word, code, out, errOut)
+	}
+	if code, _, _ := run(t, "search", "--nats-url", url, "--conversation", "c1"); code != 2 {
+		t.Errorf("search without a query: exit %d, want 2", code)
+	}
 }
 
 func TestSteps(t *testing.T) {
