@@ -162,3 +162,47 @@ func (c *searchCmd) Run(ctx context.Context, args []string, e *env) error {
 	fmt.Fprintln(e.stderr)
 	return nil
 }
+
+// toolCmd answers an expand tool call as an agent's handler would, or
+// prints the tool's definition: what the model is given and gets back.
+type toolCmd struct {
+	conn         connFlags
+	conversation string
+	definition   bool
+	limits       client.ExpandLimits
+}
+
+func (c *toolCmd) Synopsis() string {
+	return "--conversation C [flags] 'ARGUMENTS' | --definition"
+}
+
+func (c *toolCmd) Flags(fs *flag.FlagSet) {
+	c.conn.register(fs)
+	fs.StringVar(&c.conversation, "conversation", "", "conversation id (required with ARGUMENTS)")
+	fs.BoolVar(&c.definition, "definition", false, "print the "+briefd.ExpandToolName+" tool's definition (OpenAI function JSON) and exit")
+	fs.IntVar(&c.limits.MaxMessages, "max-messages", 0, fmt.Sprintf("most messages per answer (default %d)", client.DefaultExpandMaxMessages))
+	fs.IntVar(&c.limits.MaxBytes, "max-bytes", 0, fmt.Sprintf("most bytes of text per answer (default %d)", client.DefaultExpandMaxBytes))
+	fs.IntVar(&c.limits.MaxMatches, "max-matches", 0, fmt.Sprintf("most matching messages per answer (default %d)", client.DefaultSearchMaxMatches))
+}
+
+func (c *toolCmd) Run(ctx context.Context, args []string, e *env) error {
+	if c.definition {
+		if len(args) != 0 {
+			return usageErrorf("--definition takes no arguments")
+		}
+		enc := json.NewEncoder(e.stdout)
+		enc.SetEscapeHTML(false)
+		return enc.Encode(client.ExpandTool())
+	}
+	if c.conversation == "" || len(args) != 1 {
+		return usageErrorf("--conversation and one ARGUMENTS (the call's JSON, e.g. '{\"from_id\":\"m3\",\"to_id\":\"m9\"}') are required")
+	}
+	s, err := c.conn.open(ctx, e, client.WithExpandLimits(c.limits))
+	if err != nil {
+		return err
+	}
+	defer s.close(context.WithoutCancel(ctx))
+	out, err := s.c.HandleExpandTool(ctx, c.conversation, args[0])
+	fmt.Fprintln(e.stdout, out)
+	return err
+}

@@ -203,6 +203,13 @@ func TestPublishLatestSplice(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &matches) != nil || len(matches) == 0 || !strings.Contains(errOut, "messages searched") {
 		t.Errorf("search %q: exit %d\nstdout:\n%s\nstderr:\n%s", word, code, out, errOut)
 	}
+	code, out, errOut = run(t, "tool", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", `{"from_id":"`+m5.ID+`"}`)
+	if code != 0 || !strings.HasPrefix(out, `{"conversation_id":"c1","from_id":"`+m5.ID+`"`) {
+		t.Errorf("tool: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if code, out, _ := run(t, "tool", "--definition"); code != 0 || !strings.Contains(out, `"name":"expand_history"`) {
+		t.Errorf("tool --definition: exit %d: %s", code, out)
+	}
 	if code, _, _ := run(t, "search", "--nats-url", url, "--conversation", "c1"); code != 2 {
 		t.Errorf("search without a query: exit %d, want 2", code)
 	}
