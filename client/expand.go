@@ -65,11 +65,34 @@ func WithExpandLimits(l ExpandLimits) Option { return func(o *options) { o.expan
 // ErrUnknownMessage is matched by Expand's error when an id is in no
 // snapshot of the conversation still in the snapshot stream: snapshots
 // expire after the streams' MaxAge, or the id was never published.
-var ErrUnknownMessage = errors.New("client: message not in the conversation's stored snapshots")
+var ErrUnknownMessage = errors.New("message not in the conversation's stored snapshots")
+
+// unknownMessageError names the id that is unknown and how long snapshots
+// are kept.
+type unknownMessageError struct {
+	id     string
+	maxAge time.Duration
+}
+
+func (e *unknownMessageError) Error() string {
+	return fmt.Sprintf("%q: %v (snapshots are kept %s)", e.id, ErrUnknownMessage, e.maxAge)
+}
+
+func (e *unknownMessageError) Unwrap() error { return ErrUnknownMessage }
+
+// toolText is the error as the expand tool's answer says it.
+func (e *unknownMessageError) toolText() string {
+	return fmt.Sprintf("message %q is not in this conversation's stored snapshots (kept %s): it expired, or was never published", e.id, e.maxAge)
+}
 
 // ErrInvalidQuery is matched by Search's error for an empty, oversized or
 // (with SearchRegexp) unparsable query.
 var ErrInvalidQuery = errors.New("invalid search query")
+
+type invalidQueryError struct{ reason string }
+
+func (e *invalidQueryError) Error() string        { return ErrInvalidQuery.Error() + ": " + e.reason }
+func (e *invalidQueryError) Is(target error) bool { return target == ErrInvalidQuery }
 
 // ExpiredError names the messages of an answer whose bodies are no longer
 // in the body stream: bodies expire after the streams' MaxAge (the workers'
@@ -154,7 +177,7 @@ func (c *Client) Expand(ctx context.Context, conv, fromID, toID string) (*Expans
 		id string
 	}{{i, fromID}, {j, toID}} {
 		if k.at < 0 {
-			return nil, fmt.Errorf("client: expand %s: %q: %w (snapshots are kept %s)", conv, k.id, ErrUnknownMessage, c.pub.Limits().MaxAge)
+			return nil, fmt.Errorf("client: expand %s: %w", conv, &unknownMessageError{id: k.id, maxAge: c.pub.Limits().MaxAge})
 		}
 	}
 	if i > j {
@@ -253,7 +276,7 @@ func (c *Client) Search(ctx context.Context, conv, query string, opts ...SearchO
 	}
 	re, err := compileQuery(query, o.regexp)
 	if err != nil {
-		return nil, fmt.Errorf("client: search %s: %w: %v", conv, ErrInvalidQuery, err)
+		return nil, fmt.Errorf("client: search %s: %w", conv, &invalidQueryError{err.Error()})
 	}
 	if c.isClosed() {
 		return nil, ErrClosed

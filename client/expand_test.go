@@ -310,8 +310,8 @@ func TestExpandTool(t *testing.T) {
 		{"neither", `{}`, []string{`"error":"give from_id`}},
 		{"unknown field", `{"from":"a0"}`, []string{`"error":"arguments are not the expand_history tool's`}},
 		{"not json", `a0`, []string{`"error":"arguments are not`}},
-		{"unknown id", `{"from_id":"zz"}`, []string{`"error":"client: expand conv: \"zz\": client: message not in the conversation's stored snapshots`}},
-		{"bad regexp", `{"query":"(","regexp":true}`, []string{`"error":"client: search conv: invalid search query: error parsing regexp`}},
+		{"unknown id", `{"from_id":"zz"}`, []string{`{"error":"message \"zz\" is not in this conversation's stored snapshots (kept 168h0m0s): it expired, or was never published"}`}},
+		{"bad regexp", `{"query":"(","regexp":true}`, []string{`{"error":"invalid search query: error parsing regexp`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

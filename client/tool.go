@@ -192,8 +192,17 @@ func toolAnswerError(err error) (string, error) {
 	switch {
 	case errors.Is(err, ErrNoBriefing):
 		return toolError("nothing in this conversation has been compacted yet"), nil
-	case errors.Is(err, ErrUnknownMessage), errors.Is(err, ErrInvalidID), errors.Is(err, ErrInvalidQuery):
-		return toolError(err.Error()), nil
+	}
+	var unknown *unknownMessageError
+	if errors.As(err, &unknown) {
+		return toolError(unknown.toolText()), nil
+	}
+	var query *invalidQueryError
+	if errors.As(err, &query) {
+		return toolError(query.Error()), nil
+	}
+	if errors.Is(err, ErrInvalidID) {
+		return toolError("the conversation id is not 1-128 characters of [A-Za-z0-9_-]"), nil
 	}
 	return toolError("the history could not be read: " + err.Error()), err
 }

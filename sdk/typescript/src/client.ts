@@ -425,7 +425,8 @@ export class BriefdClient {
       return expandAnswer(conv, ex, expandNote(ex));
     } catch (err) {
       if (err instanceof NoBriefingError) return toolError("nothing in this conversation has been compacted yet");
-      if (err instanceof UnknownMessageError || err instanceof InvalidIDError || err instanceof InvalidQueryError) return toolError(err.message);
+      if (err instanceof UnknownMessageError || err instanceof InvalidQueryError) return toolError(err.toolText());
+      if (err instanceof InvalidIDError) return toolError("the conversation id is not 1-128 characters of [A-Za-z0-9_-]");
       const e = err as Error & { toolContent?: string };
       e.toolContent = toolError(`the history could not be read: ${e.message}`);
       throw e;

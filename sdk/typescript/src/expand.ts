@@ -37,17 +37,34 @@ export function expandLimits(l: ExpandLimits = {}): Required<ExpandLimits> {
 
 /** An id in no snapshot of the conversation still in the stream (expired, or never published). */
 export class UnknownMessageError extends Error {
-  constructor(conv: string, id: string, maxAgeMs: number) {
+  constructor(
+    conv: string,
+    readonly id: string,
+    readonly maxAgeMs: number,
+  ) {
     super(`briefd: expand ${conv}: ${JSON.stringify(id)}: message not in the conversation's stored snapshots (snapshots are kept ${formatAge(maxAgeMs)})`);
     this.name = "UnknownMessageError";
+  }
+
+  /** The error as the expand tool's answer says it (Go's words). */
+  toolText(): string {
+    return `message ${JSON.stringify(this.id)} is not in this conversation's stored snapshots (kept ${formatAge(this.maxAgeMs)}): it expired, or was never published`;
   }
 }
 
 /** An empty, oversized or unparsable query. */
 export class InvalidQueryError extends Error {
-  constructor(conv: string, reason: string) {
+  constructor(
+    conv: string,
+    readonly reason: string,
+  ) {
     super(`briefd: search ${conv}: invalid search query: ${reason}`);
     this.name = "InvalidQueryError";
+  }
+
+  /** The error as the expand tool's answer says it. */
+  toolText(): string {
+    return `invalid search query: ${this.reason}`;
   }
 }
 
