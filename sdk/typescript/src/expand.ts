@@ -251,7 +251,9 @@ export function compileQuery(conv: string, query: string, isRegexp: boolean): Ma
     run(texts: string[]) {
       const ctx = vm.createContext({ re, texts });
       try {
-        return script.runInContext(ctx, { timeout: RegexpTimeoutMs }) as { first: [number, number]; count: number }[];
+        const out = script.runInContext(ctx, { timeout: RegexpTimeoutMs }) as { first: [number, number]; count: number }[];
+        // Objects of this context, not the vm's.
+        return Array.from(out, (x) => ({ first: [x.first[0], x.first[1]] as [number, number], count: x.count }));
       } catch (err) {
         throw new InvalidQueryError(conv, `the pattern ran longer than ${RegexpTimeoutMs} ms: ${(err as Error).message}`);
       }
