@@ -99,7 +99,7 @@ export async function startNats(c: Cleanup, opts: { maxPayload?: number } = {}):
     conf,
     `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(dir, "js")}" }\n` + (opts.maxPayload ? `max_payload: ${opts.maxPayload}\n` : ""),
   );
-  const proc = start(process.env.NATS_SERVER ?? "nats-server", ["-c", conf]);
+  const proc = start(await natsServerBinary(), ["-c", conf]);
   c.add(proc.stop);
   const url = `nats://127.0.0.1:${port}`;
   await waitFor("nats-server", proc, async () => {
@@ -119,6 +119,28 @@ export async function startRedis(c: Cleanup): Promise<string> {
   c.add(proc.stop);
   await waitFor("redis-server", proc, async () => proc.output().includes("Ready to accept connections"));
   return `redis://127.0.0.1:${port}/0`;
+}
+
+let natsBin: Promise<string> | null = null;
+
+/**
+ * natsServerBinary is $NATS_SERVER, else the installed nats-server, else
+ * the server go.mod pins, built once from the module cache.
+ */
+function natsServerBinary(): Promise<string> {
+  natsBin ??= (async () => {
+    if (process.env.NATS_SERVER) return process.env.NATS_SERVER;
+    try {
+      await run("nats-server", ["--version"]);
+      return "nats-server";
+    } catch {
+      const dir = mkdtempSync(join(tmpdir(), "briefd-nats-bin-"));
+      process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+      await run("go", ["build", "-o", join(dir, "nats-server"), "github.com/nats-io/nats-server/v2"], { cwd: repoRoot, maxBuffer: 1 << 24 });
+      return join(dir, "nats-server");
+    }
+  })();
+  return natsBin;
 }
 
 let built: Promise<string> | null = null;
