@@ -171,6 +171,9 @@ type Client struct {
 	expandLimits ExpandLimits
 	resolverOnce sync.Once
 	res          *queue.Resolver // reads the originals (Expand, Search)
+	scansMu      sync.Mutex
+	scans        map[string]*scan // kept scans of the originals, by conversation
+	scanOrder    []string         // their conversations, oldest first
 
 	ctx    context.Context // the watches'
 	cancel context.CancelFunc

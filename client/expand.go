@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -167,7 +168,7 @@ func (c *Client) Expand(ctx context.Context, conv, fromID, toID string) (*Expans
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	entries, err := c.resolver().Originals(ctx, c.tenant, conv)
+	entries, err := c.originals(ctx, conv)
 	if err != nil {
 		return nil, fmt.Errorf("client: expand %s: %w", conv, err)
 	}
@@ -289,7 +290,7 @@ func (c *Client) Search(ctx context.Context, conv, query string, opts ...SearchO
 		}
 		boundary = b.BoundaryID
 	}
-	entries, err := c.resolver().Originals(ctx, c.tenant, conv)
+	entries, err := c.originals(ctx, conv)
 	if err != nil {
 		return nil, fmt.Errorf("client: search %s: %w", conv, err)
 	}
@@ -497,6 +498,49 @@ func (c *Client) readBodies(ctx context.Context, conv string, entries []queue.En
 		}
 	}
 	return nil
+}
+
+// maxScans bounds the conversations whose originals a client keeps between
+// calls.
+const maxScans = 64
+
+// originals returns the conversation's originals in order. The client
+// keeps the scan of the last conversations it expanded, so a later call
+// reads only the snapshots stored since.
+func (c *Client) originals(ctx context.Context, conv string) ([]queue.Entry, error) {
+	c.scansMu.Lock()
+	sc, ok := c.scans[conv]
+	if !ok {
+		s, err := queue.NewOriginalsScan(c.tenant, conv)
+		if err != nil {
+			c.scansMu.Unlock()
+			return nil, err
+		}
+		if len(c.scans) >= maxScans {
+			oldest := c.scanOrder[0]
+			c.scanOrder = c.scanOrder[1:]
+			delete(c.scans, oldest)
+		}
+		sc = &scan{s: s}
+		if c.scans == nil {
+			c.scans = map[string]*scan{}
+		}
+		c.scans[conv] = sc
+		c.scanOrder = append(c.scanOrder, conv)
+	}
+	c.scansMu.Unlock()
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if err := c.resolver().UpdateOriginals(ctx, sc.s); err != nil {
+		return nil, err
+	}
+	return sc.s.Entries(), nil
+}
+
+// scan is a conversation's kept scan; mu serializes its updates.
+type scan struct {
+	mu sync.Mutex
+	s  *queue.OriginalsScan
 }
 
 // resolver returns the client's reader of the streams, made on first use

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/client"
 	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/natstest"
 	"github.com/briefd/briefd/internal/queue"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -333,4 +335,57 @@ func TestExpandTool(t *testing.T) {
 	if out, err := c.HandleExpandTool(t.Context(), "conv", `{"from_id":"a0"}`); !errors.Is(err, client.ErrClosed) || !strings.Contains(out, `"error"`) {
 		t.Errorf("closed client: %s, %v", out, err)
 	}
+}
+
+// BenchmarkExpand reads 10 messages of a 200-turn conversation published
+// turn by turn (200 snapshots): "first" is a client's first call (it scans
+// every snapshot), "again" a later call of the same client (it reads only
+// the snapshots stored since).
+func BenchmarkExpand(b *testing.B) {
+	srv := natstest.Start(b)
+	nc, js := srv.Connect(b)
+	if err := queue.EnsureStreams(context.Background(), js, queue.Config{}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	pub, err := client.New(nc, client.WithLogger(quiet))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := longConversation(200)
+	for k := 4; k <= len(h); k += 2 {
+		if err := pub.Publish(ctx, "conv", h[:k]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pub.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	expand := func(c *client.Client) {
+		ex, err := c.Expand(ctx, "conv", "a100", "t104")
+		if err != nil || len(ex.Messages) != 10 {
+			b.Fatalf("Expand = %v, %v", ex, err)
+		}
+	}
+	b.Run("first", func(b *testing.B) {
+		for b.Loop() {
+			c, err := client.New(nc, client.WithLogger(quiet))
+			if err != nil {
+				b.Fatal(err)
+			}
+			expand(c)
+			_ = c.Close(ctx)
+		}
+	})
+	b.Run("again", func(b *testing.B) {
+		c, err := client.New(nc, client.WithLogger(quiet))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close(ctx)
+		expand(c)
+		for b.Loop() {
+			expand(c)
+		}
+	})
 }

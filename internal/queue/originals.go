@@ -19,53 +19,83 @@ var ErrBodyMissing = errors.New("body not in the stream")
 // order, each with the hash of its newest body. It is what an agent's
 // expand tool reads: the originals behind any briefing, whether the agent
 // publishes its full history (the newest snapshot names everything) or the
-// spliced one (older snapshots name what later ones replaced).
+// spliced one (older snapshots name what later ones replaced). It is
+// NewOriginalsScan and one UpdateOriginals; keep the scan to read only
+// newer snapshots next time.
+func (r *Resolver) Originals(ctx context.Context, tenant, conv string) ([]Entry, error) {
+	s, err := NewOriginalsScan(tenant, conv)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.UpdateOriginals(ctx, s); err != nil {
+		return nil, err
+	}
+	return s.Entries(), nil
+}
+
+// OriginalsScan is the merged order of one conversation's snapshots, and
+// where the scan of the snapshot stream stopped. It is not safe for
+// concurrent use.
 //
 // The order is built from the snapshots in stream order: a message not
 // named before goes right after the message before it in that snapshot's
 // list (first if nothing is). Briefing messages (ids starting with
 // briefd.BriefingIDPrefix) are skipped, so a spliced list adds nothing
 // but its new tail. A message that an edit or an undo removed keeps its
-// place. Snapshots that cannot be resolved (a delta whose base expired, a
-// malformed manifest) are skipped: the next full manifest names their
-// messages again.
-//
-// It costs one direct get per snapshot of the conversation (the scan
-// follows the subject with next_by_subj) plus the reads of bases that are
-// not cached; bodies are not read (see Body).
-func (r *Resolver) Originals(ctx context.Context, tenant, conv string) ([]Entry, error) {
+// place, and so does one whose snapshots expired since it was scanned (its
+// body expires with them: Body then says so). Snapshots that cannot be
+// resolved (a delta whose base expired, a malformed manifest) are skipped:
+// the next full manifest names their messages again.
+type OriginalsScan struct {
+	tenant, conv string
+	next         uint64 // the stream sequence to scan from
+	order        originalOrder
+}
+
+// NewOriginalsScan returns an empty scan of a conversation.
+func NewOriginalsScan(tenant, conv string) (*OriginalsScan, error) {
 	if err := checkIDs(tenant, conv); err != nil {
 		return nil, err
 	}
+	return &OriginalsScan{tenant: tenant, conv: conv, next: 1}, nil
+}
+
+// Entries returns the conversation's originals in order.
+func (s *OriginalsScan) Entries() []Entry { return s.order.entries() }
+
+// UpdateOriginals merges the conversation's snapshots stored since s last
+// read into s: one direct get per snapshot (the scan follows the subject
+// with next_by_subj), plus the reads of bases that are not cached; bodies
+// are not read (see Body).
+func (r *Resolver) UpdateOriginals(ctx context.Context, s *OriginalsScan) error {
 	snaps, _, err := r.streams(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	subject := r.subj.Snapshot(tenant, conv)
-	var o originalOrder
-	for next := uint64(1); ; {
-		raw, err := snaps.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
+	subject := r.subj.Snapshot(s.tenant, s.conv)
+	for {
+		raw, err := snaps.GetMsg(ctx, s.next, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("queue: scan %s from stream seq %d: %w", subject, next, err)
+			return fmt.Errorf("queue: scan %s from stream seq %d: %w", subject, s.next, err)
 		}
-		next = raw.Sequence + 1
+		next := raw.Sequence + 1
 		man, err := DecodeManifest(raw.Data)
-		if err != nil || man.Tenant != tenant || man.ConversationID != conv {
+		if err != nil || man.Tenant != s.tenant || man.ConversationID != s.conv {
+			s.next = next
 			continue // dead-lettered by the workers; names nothing usable
 		}
 		list, err := r.list(ctx, subject, raw.Sequence, man)
-		if errors.Is(err, ErrMalformed) {
-			continue
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			return err // transient: this snapshot is read again next time
 		}
-		if err != nil {
-			return nil, err
+		if err == nil {
+			s.order.merge(list)
 		}
-		o.merge(list)
+		s.next = next
 	}
-	return o.entries(), nil
 }
 
 // originalOrder merges snapshot lists into one conversation order: a

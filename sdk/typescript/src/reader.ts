@@ -33,6 +33,16 @@ export class BodyMissingError extends Error {
 
 // A zstd frame without a declared content size may hold this much.
 const unsizedLimit = 64 << 10;
+// Conversations whose scan a reader keeps.
+const maxScans = 64;
+
+interface Scan {
+  next: number;
+  order: OriginalOrder;
+  lists: Map<number, { seq: number; list: Entry[] }>;
+  queue: Promise<unknown>;
+}
+
 // Bodies cached for repeated expand calls, in bytes.
 const bodyCacheBytes = 8 << 20;
 
@@ -87,6 +97,7 @@ export class Reader {
   private readonly subj: Subjects;
   private readonly names: { bodies: string; snapshots: string };
   private readonly cache = new Map<string, Uint8Array>(); // LRU by insertion
+  private readonly scans = new Map<string, Scan>();
   private cached = 0;
 
   constructor(
@@ -100,36 +111,53 @@ export class Reader {
   /**
    * originals returns the messages the conversation has published, as the
    * snapshots still in the snapshot stream name them, in conversation
-   * order, each with its newest body's hash. One direct get per snapshot.
+   * order, each with its newest body's hash. One direct get per snapshot;
+   * the reader keeps the scan of its last conversations, so a later call
+   * reads only the snapshots stored since.
    */
-  async originals(tenant: string, conv: string): Promise<Entry[]> {
+  originals(tenant: string, conv: string): Promise<Entry[]> {
+    const key = `${tenant}.${conv}`;
+    let sc = this.scans.get(key);
+    if (!sc) {
+      sc = { next: 1, order: new OriginalOrder(), lists: new Map(), queue: Promise.resolve() };
+      this.scans.set(key, sc);
+      if (this.scans.size > maxScans) this.scans.delete(this.scans.keys().next().value as string);
+    }
+    const s = sc;
+    const run = s.queue.then(() => this.update(tenant, conv, s));
+    s.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async update(tenant: string, conv: string, sc: Scan): Promise<Entry[]> {
     const subject = this.subj.snapshot(tenant, conv);
-    const lists = new Map<number, { seq: number; list: Entry[] }>(); // by stream seq
-    const order = new OriginalOrder();
-    for (let next = 1; ; ) {
+    for (;;) {
       let raw: StoredMsg;
       try {
-        raw = await this.jsm.direct.getMessage(this.names.snapshots, { seq: next, next_by_subj: subject });
+        raw = await this.jsm.direct.getMessage(this.names.snapshots, { seq: sc.next, next_by_subj: subject });
       } catch (err) {
         if (isNotFound(err)) break;
-        throw new Error(`briefd: scan ${subject} from stream seq ${next}: ${(err as Error).message}`, { cause: err });
+        throw new Error(`briefd: scan ${subject} from stream seq ${sc.next}: ${(err as Error).message}`, { cause: err });
       }
-      next = raw.seq + 1;
-      let man: Manifest;
+      const next = raw.seq + 1;
+      let man: Manifest | null = null;
       try {
         man = decodeManifest(raw.data);
       } catch {
-        continue; // dead-lettered by the workers; names nothing usable
+        // dead-lettered by the workers; names nothing usable
       }
-      if (man.tenant !== tenant || man.conversation_id !== conv) continue;
-      const list = await this.resolve(subject, man, lists);
-      if (!list) continue;
-      lists.set(raw.seq, { seq: man.seq, list });
-      // A scan resolves each snapshot on a recent one: keep a few lists.
-      if (lists.size > 16) lists.delete(lists.keys().next().value as number);
-      order.merge(list);
+      if (man && man.tenant === tenant && man.conversation_id === conv) {
+        const list = await this.resolve(subject, man, sc.lists); // a transient error stops here; read again next time
+        if (list) {
+          sc.lists.set(raw.seq, { seq: man.seq, list });
+          // A scan resolves each snapshot on a recent one: keep a few lists.
+          if (sc.lists.size > 16) sc.lists.delete(sc.lists.keys().next().value as number);
+          sc.order.merge(list);
+        }
+      }
+      sc.next = next;
     }
-    return order.entries();
+    return sc.order.entries();
   }
 
   /** resolve returns a manifest's list, or null when its base chain cannot be resolved (expired, malformed). */
