@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import type { JetStreamManager, NatsConnection } from "nats";
 import { BriefdClient, decodeManifest, ExpiredError, Publisher, splice, UnknownMessageError, type Briefing, type Message } from "../src/index.js";
+import { connect } from "nats";
 import { Cleanup, natsConnect, poll, publisherCLI, startNats, startWorker } from "./servers.js";
 
 function conversation(n: number, long = 0): Message[] {
@@ -179,5 +180,42 @@ describe("publisher and reader", () => {
     assert.equal(briefing?.boundary_id, b.boundary_id);
     assert.ok(messages.length < h.length);
     assert.equal(messages[2].id, `briefing:${b.boundary_id}`);
+  });
+
+  it("re-sends what a NATS outage lost; the next snapshot resolves", async () => {
+    const c2 = new Cleanup();
+    try {
+      const srv = await startNats(c2);
+      await startWorker(c2, srv.url, null, ["--context-window", "100000"]);
+      const nc2 = await connect({ servers: srv.url, maxReconnectAttempts: -1, reconnectTimeWait: 100 });
+      c2.add(() => nc2.close());
+      const errors: Error[] = [];
+      const client = await BriefdClient.connect(nc2, {
+        tenant: "p7",
+        onError: (e) => errors.push(e),
+        publisher: { ackTimeoutMs: 500, publishRetries: 1, publishRetryWaitMs: 50 },
+      });
+      const h = conversation(6);
+      await client.publish("conv", h.slice(0, 6));
+      await client.flush();
+      await srv.stop();
+      // Handed to a connection that is down: the acks never come.
+      await client.publish("conv", h.slice(0, 10));
+      await assert.rejects(client.flush(), /timeout|TIMEOUT|disconnect|closed/i);
+      assert.equal(client.stats().failed, 1);
+      await srv.start();
+      await poll("reconnect", async () => (nc2.isClosed() ? null : (await nc2.flush().then(() => true).catch(() => null))));
+      // The next snapshot sends the bodies still missing and extends only a stored base.
+      await client.publish("conv", h);
+      await client.flush();
+      const fresh = await BriefdClient.connect(nc2, { tenant: "p7" });
+      const ex = await fresh.expand("conv", "sys", "t5");
+      assert.deepEqual(ex.messages.map((m) => m.id), h.map((m) => m.id));
+      const ms = await manifests(await nc2.jetstreamManager(), "p7", "conv");
+      assert.equal(ms[ms.length - 1].base === 0 || ms[ms.length - 1].base === ms[0].seq, true, "a delta only on the stored snapshot");
+      assert.ok(errors.length >= 1);
+    } finally {
+      await c2.run();
+    }
   });
 });

@@ -87,6 +87,9 @@ export class Cleanup {
 export interface NatsServer {
   url: string;
   proc: Proc;
+  /** stop stops the server; start starts it again on the same port and store. */
+  stop: () => Promise<void>;
+  start: () => Promise<void>;
 }
 
 /** startNats runs nats-server with JetStream; maxPayload sets max_payload. */
@@ -99,15 +102,26 @@ export async function startNats(c: Cleanup, opts: { maxPayload?: number } = {}):
     conf,
     `listen: 127.0.0.1:${port}\njetstream { store_dir: "${join(dir, "js")}" }\n` + (opts.maxPayload ? `max_payload: ${opts.maxPayload}\n` : ""),
   );
-  const proc = start(await natsServerBinary(), ["-c", conf]);
-  c.add(proc.stop);
+  const bin = await natsServerBinary();
   const url = `nats://127.0.0.1:${port}`;
-  await waitFor("nats-server", proc, async () => {
-    const nc = await connect({ servers: url, reconnect: false });
-    await nc.close();
-    return true;
-  });
-  return { url, proc };
+  const srv: NatsServer = {
+    url,
+    proc: start(bin, ["-c", conf]),
+    stop: () => srv.proc.stop(),
+    start: async () => {
+      srv.proc = start(bin, ["-c", conf]);
+      await ready();
+    },
+  };
+  const ready = () =>
+    waitFor("nats-server", srv.proc, async () => {
+      const nc = await connect({ servers: url, reconnect: false });
+      await nc.close();
+      return true;
+    });
+  c.add(() => srv.proc.stop());
+  await ready();
+  return srv;
 }
 
 /** startRedis runs redis-server without persistence. */
