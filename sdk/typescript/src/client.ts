@@ -372,25 +372,35 @@ export class BriefdClient {
     const res: SearchResult = { conversationId: conv, query, regexp: opts.regexp ?? false, matches: [], truncated: false, searched: 0, expired: [] };
     const lim = this.limits;
     let used = 0;
-    const found: { m: Message; text: string }[] = [];
+    // Matched 64 messages at a time, so a long conversation is never held
+    // whole; each batch runs within the regexp time bound.
+    let found: { m: Message; text: string }[] = [];
+    const match = () => {
+      const hits = matcher.run(found.map((f) => f.text));
+      for (let n = 0; n < found.length; n++) {
+        if (hits[n].count === 0) continue;
+        const snip = snippet(found[n].text, hits[n].first[0], hits[n].first[1]);
+        const size = Buffer.byteLength(snip);
+        if (res.matches.length === lim.maxMatches || (used + size > lim.maxBytes && res.matches.length > 0)) {
+          res.truncated = true;
+          continue;
+        }
+        used += size;
+        res.matches.push({ id: found[n].m.id, role: found[n].m.role, snippet: snip, count: hits[n].count });
+      }
+      found = [];
+    };
     await this.readBodies(conv, entries, (e, m) => {
-      if (!m) res.expired.push(e.id);
-      else found.push({ m, text: searchText(m) });
+      if (!m) {
+        res.expired.push(e.id);
+        return true;
+      }
+      res.searched++;
+      found.push({ m, text: searchText(m) });
+      if (found.length === 64) match();
       return true;
     });
-    res.searched = found.length;
-    const hits = matcher.run(found.map((f) => f.text));
-    for (let n = 0; n < found.length; n++) {
-      if (hits[n].count === 0) continue;
-      const snip = snippet(found[n].text, hits[n].first[0], hits[n].first[1]);
-      const size = Buffer.byteLength(snip);
-      if (res.matches.length === lim.maxMatches || (used + size > lim.maxBytes && res.matches.length > 0)) {
-        res.truncated = true;
-        continue;
-      }
-      used += size;
-      res.matches.push({ id: found[n].m.id, role: found[n].m.role, snippet: snip, count: hits[n].count });
-    }
+    match();
     return res;
   }
 
