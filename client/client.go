@@ -14,6 +14,11 @@
 //
 // Briefings are read from Redis ([WithRedis]) or, by default, from the
 // JetStream key-value bucket of the embedded mode ([WithKV]).
+//
+// A briefing replaces messages; the streams keep them. [Client.Expand] and
+// [Client.Search] read the originals back, behind any past boundary, and
+// [ExpandTool] with [Client.HandleExpandTool] let the model do the same
+// through a tool call (the briefing's last line names the compacted range).
 package client
 
 import (
