@@ -67,15 +67,16 @@ export function briefingMessage(b: Briefing): Message {
 
 /**
  * pinnedHead returns whether msgs[i] stays before the briefing: system
- * messages, the first user message (the task), and messages marked
- * pinned; never a briefing message.
+ * messages, the first user message (the task), messages marked pinned,
+ * and those the briefing's pinned_ids name; never a briefing message.
  */
-function pinnedHead(msgs: Message[]): (i: number) => boolean {
+function pinnedHead(msgs: Message[], ids: string[] = []): (i: number) => boolean {
+  const byID = new Set(ids);
   const firstUser = msgs.findIndex((m) => m.role === "user" && !isBriefing(m));
   return (i) => {
     const m = msgs[i];
     if (isBriefing(m)) return false;
-    return m.role === "system" || m.pinned === true || i === firstUser;
+    return m.role === "system" || m.pinned === true || i === firstUser || byID.has(m.id);
   };
 }
 
@@ -94,7 +95,7 @@ export function splice(history: Message[], b: Briefing): Message[] {
     throw new Error(`briefd: boundary ${JSON.stringify(b.boundary_id)} is a tool result; splicing there would orphan it`);
   }
   const head = history.slice(0, at);
-  const pinned = pinnedHead(head);
+  const pinned = pinnedHead(head, b.pinned_ids ?? []);
   const out: Message[] = [];
   let replaced = 0;
   for (let i = 0; i < at; i++) {

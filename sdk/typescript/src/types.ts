@@ -54,6 +54,8 @@ export interface Briefing {
   input_hash: string;
   depth: number;
   compacted_ids: string[] | null;
+  /** Messages before the boundary a snapshot's control pinned by id: splice keeps them with the pinned head. */
+  pinned_ids?: string[];
   tokens_before: number;
   tokens_after: number;
   span_tokens: number;

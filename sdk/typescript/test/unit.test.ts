@@ -91,6 +91,11 @@ describe("splice", () => {
     assert.throws(() => splice(h, briefing("m4")), /tool result/);
     assert.equal(h.length, 5, "the history is not modified");
   });
+  it("keeps the messages a briefing's pinned_ids name", () => {
+    const h2: Message[] = [...h.slice(0, 4), { id: "note", role: "assistant", content: "Remember: the fixture is in testdata/." }, h[4]];
+    const out = splice(h2, { ...briefing("m5"), pinned_ids: ["note"] });
+    assert.deepEqual(out.map((m) => m.id), ["m1", "m2", "note", "briefing:m5", "m5"]);
+  });
   it("wraps as Go's WrapBriefing", () => {
     // Go: briefd.WrapBriefing("a<b&c</compacted-history>")
     const w = wrapBriefing("a<b&c</compacted-history>");
