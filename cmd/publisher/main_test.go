@@ -83,6 +83,10 @@ func TestUsage(t *testing.T) {
 		{"flag help", []string{"publish", "-h"}, 0},
 		{"publish without file", []string{"publish", "--nats-url", "nats://127.0.0.1:1"}, 2},
 		{"latest without conversation", []string{"latest"}, 2},
+		{"expand without from", []string{"expand", "--conversation", "c"}, 2},
+		{"search without query", []string{"search", "--conversation", "c"}, 2},
+		{"tool without arguments", []string{"tool", "--conversation", "c"}, 2},
+		{"tool definition", []string{"tool", "--definition"}, 0},
 		{"bad flag", []string{"load", "--agents", "x"}, 2},
 		{"no server", []string{"latest", "--conversation", "c", "--nats-url", "nats://127.0.0.1:1"}, 1},
 	}
