@@ -106,6 +106,23 @@ describe("conformance with the Go client and worker", () => {
     });
   }
 
+  it("TypeScript reads the bodies Go published (zstd-compressed ones included)", async () => {
+    const { file, messages } = loadHistory("openhands-2");
+    await publisherCLI(["publish", "--nats-url", natsURL, "--redis-url", redisURL, "--tenant", "conf", "--conversation", "go-read", "--turn-by-turn=false", file]);
+    const nc = await natsConnect(c, natsURL);
+    const jsm = await nc.jetstreamManager();
+    const info = await jsm.streams.info("BRIEFD_BODIES", { subjects_filter: "briefd.body.conf.go-read.>" });
+    let zstd = 0;
+    for (const subj of Object.keys(info.state.subjects ?? {})) {
+      const m = await jsm.streams.getMessage("BRIEFD_BODIES", { last_by_subj: subj });
+      if (m.header?.get("Content-Encoding") === "zstd") zstd++;
+    }
+    assert.ok(zstd > 10, `${zstd} compressed bodies`);
+    const all = await BriefdClient.connect(nc, { tenant: "conf", redis, expandLimits: { maxMessages: 1000, maxBytes: 1 << 24 } });
+    const ex = await all.expand("go-read", messages[0].id, messages[messages.length - 1].id);
+    assert.deepEqual(ex.messages.map((m) => encodeMessage(m)), messages.map((m) => encodeMessage(m)));
+  });
+
   it("the tool definition is Go's", async () => {
     const { stdout } = await publisherCLI(["tool", "--definition"]);
     assert.deepEqual(expandTool, JSON.parse(stdout));
