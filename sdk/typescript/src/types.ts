@@ -85,3 +85,32 @@ export interface Manifest {
   context_window?: number;
   created_at: string;
 }
+
+/** The expand tool's answer to a range (docs/schema/expand-answer.v1.json, $defs/range). */
+export interface ExpandAnswer {
+  conversation_id: string;
+  from_id: string;
+  to_id: string;
+  messages: Message[];
+  truncated: boolean;
+  next_id?: string;
+  expired_ids?: string[];
+  note?: string;
+}
+
+/** The expand tool's answer to a query ($defs/search). */
+export interface SearchAnswer {
+  conversation_id: string;
+  query: string;
+  regexp: boolean;
+  matches: { id: string; role: Role; snippet: string; count: number }[];
+  searched: number;
+  truncated: boolean;
+  expired_ids?: string[];
+  note?: string;
+}
+
+/** The expand tool's answer to a call it could not answer ($defs/error). */
+export interface ErrorAnswer {
+  error: string;
+}

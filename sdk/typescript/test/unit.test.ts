@@ -4,7 +4,10 @@
 // were printed by Go's encoding/json and the briefd package.
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
+import { repoRoot } from "./servers.js";
 import { decompress } from "fzstd";
 import {
   BoundaryMissingError,
@@ -201,7 +204,9 @@ describe("search and clip helpers", () => {
     assert.match(parseToolArgs("[]") as string, /not a JSON object/);
     assert.match(parseToolArgs('{"regexp":"yes"}') as string, /regexp must be a boolean/);
   });
-  it("defines the tool", () => {
+  it("defines the tool as docs/schema/expand-answer.v1.json does", () => {
     assert.equal(expandTool.function.name, "expand_history");
+    const schema = JSON.parse(readFileSync(join(repoRoot, "docs", "schema", "expand-answer.v1.json"), "utf8"));
+    assert.deepEqual(expandTool.function.parameters, schema.$defs.arguments);
   });
 });
