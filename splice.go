@@ -96,7 +96,7 @@ func pinnedHead(msgs []Message) func(i int) bool {
 // it for chained compaction.
 func BriefingMessage(b *Briefing) Message {
 	return Message{
-		ID:      "briefing:" + b.BoundaryID,
+		ID:      BriefingIDPrefix + b.BoundaryID,
 		Role:    RoleUser,
 		Content: Text(WrapBriefing(b.Text)),
 		Metadata: map[string]string{

@@ -14,6 +14,11 @@
 //
 // Briefings are read from Redis ([WithRedis]) or, by default, from the
 // JetStream key-value bucket of the embedded mode ([WithKV]).
+//
+// A briefing replaces messages; the streams keep them. [Client.Expand] and
+// [Client.Search] read the originals back, behind any past boundary, and
+// [ExpandTool] with [Client.HandleExpandTool] let the model do the same
+// through a tool call (the briefing's last line names the compacted range).
 package client
 
 import (
@@ -92,6 +97,7 @@ type options struct {
 	contextWindow int
 	watch         bool
 	kvBucket      string
+	expand        ExpandLimits
 }
 
 // WithTenant sets the tenant every snapshot and lookup belongs to. Default
@@ -157,6 +163,8 @@ func WithWatch() Option { return func(o *options) { o.watch = true } }
 // serialized in call order.
 type Client struct {
 	tenant  string
+	prefix  string
+	js      jetstream.JetStream
 	pub     *queue.Publisher
 	store   store
 	opts    []queue.PublishOption
@@ -164,6 +172,13 @@ type Client struct {
 	onError func(error)
 	watch   bool
 	buffer  int
+
+	expandLimits ExpandLimits
+	resolverOnce sync.Once
+	res          *queue.Resolver // reads the originals (Expand, Search)
+	scansMu      sync.Mutex
+	scans        map[string]*scan // kept scans of the originals, by conversation
+	scanOrder    []string         // their conversations, oldest first
 
 	ctx    context.Context // the watches'
 	cancel context.CancelFunc
@@ -247,6 +262,8 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		tenant:  o.tenant,
+		prefix:  o.prefix,
+		js:      js,
 		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
 		log:     o.logger,
 		onError: o.onError,
@@ -254,6 +271,8 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		buffer:  o.buffer,
 		byConv:  map[string][]*inflight{},
 		watches: map[string]*watched{},
+
+		expandLimits: o.expand.withDefaults(),
 	}
 	// Read the streams' MaxAge and message size now, so that even the
 	// first snapshots follow the workers' configuration; the publisher

@@ -6,6 +6,9 @@
 //	publisher publish  publish a history file turn by turn, printing each step's latency
 //	publisher latest   print a conversation's latest briefing
 //	publisher splice   print a history file spliced with the latest briefing
+//	publisher expand   print original messages of a conversation, read from the streams
+//	publisher search   search the compacted messages of a conversation
+//	publisher tool     answer an expand_history tool call as an agent would, or print the tool's definition
 //	publisher load     play N concurrent agents and summarize throughput and latencies
 //
 // Every flag also reads a BRIEFD_* environment variable; flags win.
@@ -37,6 +40,9 @@ commands:
   publish  publish a history file turn by turn, as an agent would
   latest   print a conversation's latest briefing
   splice   print a history file spliced with the conversation's latest briefing
+  expand   print original messages of a conversation (by id range), read from the streams
+  search   search the compacted messages of a conversation (substring or regexp)
+  tool     answer an expand_history tool call as an agent's handler would, or print its definition
   load     play N concurrent agents from a folder of histories; summary of throughput and latencies
 
 Run 'publisher <command> -h' for the flags of a command.
@@ -84,6 +90,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		cmd = &latestCmd{}
 	case "splice":
 		cmd = &spliceCmd{}
+	case "expand":
+		cmd = &expandCmd{}
+	case "search":
+		cmd = &searchCmd{}
+	case "tool":
+		cmd = &toolCmd{}
 	case "load":
 		cmd = &loadCmd{}
 	case "help", "-h", "--help":

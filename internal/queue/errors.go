@@ -58,6 +58,11 @@ func malformed(format string, args ...any) error {
 // manifest can, rarely, be delivered a moment before the body is stored.
 type missingBodyError struct{ malformedError }
 
+// Is makes a missing body match ErrBodyMissing as well as ErrMalformed.
+func (e *missingBodyError) Is(target error) bool {
+	return target == ErrBodyMissing || e.malformedError.Is(target)
+}
+
 func isMissingBody(err error) bool {
 	var m *missingBodyError
 	return errors.As(err, &m)
