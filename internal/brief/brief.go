@@ -198,6 +198,9 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	}
 	l := &layout{m: m, budget: in.BudgetTokens, count: in.CountTokens, indexShare: indexShare(m), focus: strings.Fields(in.Focus)}
 	l.head = header(m, depth)
+	if m.first != "" {
+		l.foot = briefd.ExpandFooter(m.first, m.last)
+	}
 	l.build(userCap)
 	for _, id := range m.idOrder {
 		if !ident.IsNumeric(id) {

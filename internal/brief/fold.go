@@ -93,6 +93,9 @@ func parseText(text string) *prior {
 			}
 			continue
 		}
+		if strings.HasPrefix(line, "Compacted message") && strings.Contains(line, briefd.ExpandToolName) {
+			continue // the footer
+		}
 		if sec, rest, ok := sectionLine(line); ok {
 			known = true
 			cur = sec

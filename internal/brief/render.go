@@ -114,6 +114,8 @@ type layout struct {
 	m      *model
 	items  []*item
 	head   string
+	// foot is the last line: how the compacted originals can be read back.
+	foot string
 	focus  []string
 	budget int // tokens for the wrapped text
 	count  func(string) int
@@ -1051,6 +1053,9 @@ func (l *layout) render(x *extras) string {
 		for _, it := range items {
 			b.WriteString("\n" + it.text())
 		}
+	}
+	if l.foot != "" {
+		b.WriteString("\n" + l.foot)
 	}
 	return b.String()
 }
