@@ -426,9 +426,17 @@ func (c *Client) release(in *inflight, err error) {
 	}
 	c.removeLocked(in)
 	c.inflight--
+	// Flush waiters are released after the error handler ran, so that a
+	// Flush that returns an error has reported it.
+	var idle chan struct{}
 	if c.inflight == 0 {
-		close(c.idle)
+		idle = c.idle
 	}
+	defer func() {
+		if idle != nil {
+			close(idle)
+		}
+	}()
 	if errors.Is(err, queue.ErrSuperseded) {
 		// Not stored, but a newer snapshot of the conversation, which
 		// names every message, was published after it.
@@ -484,10 +492,9 @@ func (c *Client) Stats() Stats {
 // clears it), or ctx's error if ctx ends first.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
-	idle := c.idle
-	busy := c.inflight > 0
+	idle := c.idle // closed once the last snapshot settled and was reported
 	c.mu.Unlock()
-	if busy {
+	if idle != nil {
 		select {
 		case <-idle:
 		case <-ctx.Done():
