@@ -1016,6 +1016,12 @@ func (m *model) userSaid(v string) bool {
 	return false
 }
 
+// usedLater reports whether a call after a record was read passed its id.
+func (m *model) usedLater(r *recordState) bool {
+	n, ok := m.argValues[r.id]
+	return ok && n > r.n
+}
+
 // prefersField reports whether the system prompt names a record field.
 func (m *model) prefersField(name string) bool {
 	if m.policy == "" {

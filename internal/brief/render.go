@@ -610,6 +610,14 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 	if len(r.changed) > 0 {
 		it.prio++
 	}
+	switch {
+	case m.userSaid(r.id):
+		// The record the user named (their profile, the reservation they
+		// gave): what the conversation is about.
+		it.prio += 0.25
+	case m.usedLater(r):
+		it.prio += 0.25 // a later call acted on it
+	}
 	if cols == nil {
 		rest := r.rec
 		rest.id = ""
