@@ -248,10 +248,11 @@ func (c Config) briefingBudget(spanTokens, foldedTokens int) int {
 	b := int(c.BriefingRatio*float64(spanTokens-foldedTokens)) + foldedTokens
 	b = min(b, int(c.MaxBriefingFraction*float64(c.ContextWindow)))
 	b = min(max(b, c.MinBriefingTokens), c.MaxBriefingTokens)
-	// A briefing of a small span must still shrink it: at most three
-	// quarters of the span (the writer grows it only for what it must
-	// carry, and the engine then says the history would not shrink).
-	return max(min(b, spanTokens*3/4), min(b, 256))
+	// A briefing of a small span must still shrink it: at most the folded
+	// briefing and three quarters of the new messages (the writer grows it
+	// only for what it must carry, and the engine then says the history
+	// would not shrink).
+	return max(min(b, foldedTokens+(spanTokens-foldedTokens)*3/4), min(b, 256))
 }
 
 // overhead returns the per-message overhead with -1 meaning none.
