@@ -202,6 +202,9 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 		l.foot = briefd.ExpandFooter(m.first, m.last)
 	}
 	l.build(userCap)
+	for _, it := range l.items {
+		it.cache = in.Cache
+	}
 	for _, id := range m.idOrder {
 		if !ident.IsNumeric(id) {
 			l.indexNeed += estimate(id + ", ")

@@ -168,6 +168,27 @@ func (c *Cache) text(t string) *textFacts {
 	return c.put(&cacheEntry{key: k, text: f, cost: 256 + len(t)}).text
 }
 
+// idents returns the distinct identifiers of a briefing line.
+func (c *Cache) idents(t string) []string {
+	if c == nil {
+		return distinctIdents(t)
+	}
+	k := maphash.String(c.seed, t) ^ 0x517cc1b727220a95 // apart from other keys
+	c.mu.Lock()
+	if e, ok := c.items[k]; ok && e.Value.(*cacheEntry).text != nil {
+		c.ll.MoveToFront(e)
+		ids := e.Value.(*cacheEntry).text.idents
+		c.mu.Unlock()
+		return ids
+	}
+	c.mu.Unlock()
+	f := &textFacts{idents: distinctIdents(t)}
+	if f.idents == nil {
+		f.idents = []string{}
+	}
+	return c.put(&cacheEntry{key: k, text: f, cost: 64 + len(t)}).text.idents
+}
+
 // put adds an entry (or returns the one another reader added first) and
 // evicts the least recently used beyond the bounds.
 func (c *Cache) put(e *cacheEntry) *cacheEntry {

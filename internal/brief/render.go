@@ -2,8 +2,8 @@ package brief
 
 import (
 	"math"
-	"os"
 	"regexp"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -58,8 +58,10 @@ type item struct {
 	order float64 // position within its section
 	level int     // chosen level; -1 when left out
 	steps []*step // the steps it tells, for the left-out line
-	// identsAt caches the identifiers of each level's text.
+	// identsAt caches the identifiers of each level's text, read through
+	// cache (the same step's line is the same text at every re-compaction).
 	identsAt [levels][]string
+	cache    *Cache
 	// group ties a table's rows to its header, which prints only with a row.
 	group  string
 	header bool
@@ -72,7 +74,7 @@ type item struct {
 // once per level.
 func (it *item) textIdents() []string {
 	if it.identsAt[it.level] == nil {
-		it.identsAt[it.level] = distinctIdents(it.texts[it.level])
+		it.identsAt[it.level] = it.cache.idents(it.texts[it.level])
 		if it.identsAt[it.level] == nil {
 			it.identsAt[it.level] = []string{}
 		}
@@ -1113,7 +1115,7 @@ func (l *layout) index(text string, room, scale float64) string {
 			}
 		}
 		for _, id := range it.idents {
-			if shown[id] || bonus[id] || ident.IsNumeric(id) || messageIDRe.MatchString(id) || l.msgIDs[id] {
+			if shown[id] || bonus[id] || ident.IsNumeric(id) || isMessageID(id) || l.msgIDs[id] {
 				continue
 			}
 			bonus[id] = true
@@ -1191,7 +1193,7 @@ func (l *layout) scoreIdents() {
 	}
 	var order []string
 	add := func(id string, s float64) {
-		if l.msgIDs[id] || messageIDRe.MatchString(id) {
+		if l.msgIDs[id] || isMessageID(id) {
 			return
 		}
 		if _, ok := l.baseScore[id]; !ok {
@@ -1261,8 +1263,18 @@ func mentionedIDs(t string) []string {
 
 var messageIDsRe = regexp.MustCompile(`\bm\d{3,}\b`)
 
-// messageIDRe matches the message ids briefings cite (m0012).
-var messageIDRe = regexp.MustCompile(`^m\d{3,}$`)
+// isMessageID reports a message id as briefings cite it (m0012).
+func isMessageID(s string) bool {
+	if len(s) < 4 || s[0] != 'm' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // isCode reports an upper-case code mixing letters and digits (HAT247,
 // 8C8K4E, E501): a record or an error the agent may quote again.
