@@ -500,6 +500,9 @@ func httpText(m *model, s *step, level int) string {
 		if len(o.fields) > 0 {
 			parts = append(parts, "form fields "+strings.Join(o.fields, ", "))
 		}
+		if len(o.links) > 0 {
+			parts = append(parts, "links "+strings.Join(headLines(o.links, 8), ", ")+moreCount(len(o.links), 8))
+		}
 	}
 	if level != levelMin || prev != nil {
 		var lines []string

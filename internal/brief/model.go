@@ -408,10 +408,13 @@ var (
 	intentRe = regexp.MustCompile(`(?i)^(?:now,? |next,? |then,? |first,? |finally,? |(?:after|once|when|if) [^,]{1,60}, )?(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|we need to|I should|I want to|my next step|the next step)\b`)
 	// decisionRe marks a sentence that decides, explains a cause, or
 	// concludes from evidence.
-	decisionRe = regexp.MustCompile(`(?i)\b(?:instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
+	decisionRe = regexp.MustCompile(`(?i)\b(?:it(?:'s| is) (?:possible|likely) that|(?:is|are) (?:likely|probably) (?:related|caused|due)|instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
 )
 
 func isIntention(s string) bool { return intentRe.MatchString(s) }
+
+// hypothesisRe marks a lead rather than a decision.
+var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect)\b`)
 
 // laterRe marks an intention for after the message's own call.
 var laterRe = regexp.MustCompile(`(?i)^(?:after|once|when|then|next|later|finally|afterwards)\b`)

@@ -765,6 +765,8 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		}
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids}
 		it.texts[levelFull] = "- " + clip(e.line, 220) + where + " " + ids + ": " + status
+		// The error's message is what prevents repeating it: kept whole
+		// unless the room is at its tightest.
 		it.texts[levelShort] = "- " + clip(e.line, 130) + " " + ids + ": " + clip(status, 90)
 		short := "unresolved"
 		if e.resolved != "" {
@@ -790,12 +792,29 @@ func (l *layout) buildErrors(recency func(int) float64) {
 func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	for k, nt := range m.notes {
-		it := &item{sec: secNotes, prio: 4.5 + 3*recency(nt.n), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + noteWeight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
 		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
 		l.items = append(l.items, it)
 	}
 }
+
+// noteWeight ranks a decision by what it names and how firmly it decides:
+// "I should revert lines 987 and 1671" over "I suspect it was that".
+func noteWeight(t string) float64 {
+	w := 0.0
+	if strongDecisionRe.MatchString(t) {
+		w += 1
+	}
+	n := len(ident.Identifiers(t)) + strings.Count(t, "`")/2 + len(lineNumbers(t))
+	w += math.Min(1.5, 0.5*float64(n))
+	if hypothesisRe.MatchString(t) {
+		w -= 0.5
+	}
+	return w
+}
+
+var strongDecisionRe = regexp.MustCompile(`(?i)\b(?:should (?:revert|keep|only|not|use|change)|instead|decided|revert|because|root cause|the (?:fix|cause|bug|issue|problem) (?:is|was))\b`)
 
 // buildTold: what the assistant told the user, newest first when short of
 // room (a refusal and its reason, an offer awaiting an answer).
