@@ -2,8 +2,8 @@ package brief
 
 import (
 	"math"
-	"regexp"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -113,11 +113,11 @@ func estimate(s string) float64 { return float64(len(s))/3.3 + 1 }
 
 // layout is the items of a briefing and the budget they share.
 type layout struct {
-	m      *model
-	items  []*item
-	head   string
+	m     *model
+	items []*item
+	head  string
 	// foot is the last line: how the compacted originals can be read back.
-	foot string
+	foot   string
 	focus  []string
 	budget int // tokens for the wrapped text
 	count  func(string) int
