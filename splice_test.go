@@ -62,7 +62,7 @@ func TestPinnedHeadMatchesPinned(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		msgs := genValid(r, r.IntN(30))
-		pinned := pinnedHead(msgs)
+		pinned := pinnedHead(msgs, nil)
 		for i := range msgs {
 			if pinned(i) != Pinned(msgs, i) {
 				t.Fatalf("message %d of %v: pinnedHead %v", i, msgs, pinned(i))

@@ -65,6 +65,11 @@ type PublishOption func(*publishOpts)
 type publishOpts struct {
 	model         string
 	contextWindow int
+	control       briefd.Control
+}
+
+func (o publishOpts) equal(p publishOpts) bool {
+	return o.model == p.model && o.contextWindow == p.contextWindow && o.control.Equal(p.control)
 }
 
 // WithModel sets the manifest's model (the agent's model: encoding and
@@ -73,6 +78,11 @@ func WithModel(model string) PublishOption { return func(o *publishOpts) { o.mod
 
 // WithContextWindow sets the manifest's context window in tokens.
 func WithContextWindow(n int) PublishOption { return func(o *publishOpts) { o.contextWindow = n } }
+
+// WithControl sets the manifest's control: when to compact this snapshot
+// and what to keep. PublishAsync checks it with [briefd.Control.Validate]
+// before anything is sent; the zero Control sends none.
+func WithControl(c briefd.Control) PublishOption { return func(o *publishOpts) { o.control = c } }
 
 // PublishResult describes one published snapshot.
 type PublishResult struct {
@@ -130,6 +140,9 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	var o publishOpts
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.control.Validate(); err != nil {
+		return nil, fmt.Errorf("queue: publish %s.%s: %w", tenant, conv, err)
 	}
 	key := tenant + "." + conv
 	st := p.convs.getOrAdd(key, func() *convState { return &convState{} })
@@ -191,7 +204,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 			}
 		}
 	}
-	if resent == 0 && same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o == st.lastOpts && !st.last.pend.settledWithError() {
+	if resent == 0 && same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o.equal(st.lastOpts) && !st.last.pend.settledWithError() {
 		// Nothing changed: re-publishing would only add a manifest.
 		res := st.last.pend.Result()
 		res.Duplicate, res.Bodies, res.BodyBytes, res.Resent = true, 0, 0, 0
@@ -221,6 +234,10 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	// included, unless a full manifest is due.
 	man := Manifest{V: Version, Tenant: tenant, ConversationID: conv, Seq: st.seq + 1,
 		Model: o.model, ContextWindow: o.contextWindow, CreatedAt: time.Now().UTC()}
+	if !o.control.IsZero() {
+		ctl := o.control
+		man.Control = &ctl
+	}
 	base := st.acked
 	full := base == nil || st.fullDue(p.cfg.FullEvery)
 	if !full {

@@ -28,7 +28,10 @@ type Snapshot struct {
 	Model          string
 	ContextWindow  int
 	CreatedAt      time.Time
-	Messages       []briefd.Message
+	// Control is the manifest's control; the zero Control when it has
+	// none.
+	Control  briefd.Control
+	Messages []briefd.Message
 	// Entries are the message ids and body hashes, in order.
 	Entries  []Entry
 	Delivery Delivery
@@ -127,11 +130,15 @@ func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{
+	snap := &Snapshot{
 		Tenant: tenant, ConversationID: conv, Seq: man.Seq, StreamSeq: streamSeq,
 		Model: man.Model, ContextWindow: man.ContextWindow, CreatedAt: man.CreatedAt,
 		Messages: msgs, Entries: list,
-	}, nil
+	}
+	if man.Control != nil {
+		snap.Control = *man.Control
+	}
+	return snap, nil
 }
 
 // cachedList is a resolved list with what identifies its snapshot: a
