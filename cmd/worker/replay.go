@@ -133,7 +133,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 		}
 	}
-	res, err := eng.Compact(ctx, compact.Request{ConversationID: *conv, Tenant: *tenant, Messages: snap.Messages, Previous: prev, IgnoreTrigger: true})
+	res, err := eng.Compact(ctx, compact.Request{ConversationID: *conv, Tenant: *tenant, Messages: snap.Messages, Previous: prev, IgnoreTrigger: true, Control: snap.Control})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/audit"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/queue"
@@ -290,9 +290,10 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		Tenant:         snap.Tenant,
 		Messages:       snap.Messages,
 		Previous:       prev,
+		Control:        snap.Control,
 	})
 	switch {
-	case errors.Is(err, briefd.ErrInvalidHistory):
+	case errors.Is(err, briefd.ErrInvalidHistory), errors.Is(err, briefd.ErrInvalidControl):
 		return w.reject(ctx, log, snap, err)
 	case err != nil:
 		w.metrics.Compactions.WithLabelValues("none", "error").Inc()
@@ -311,17 +312,16 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		}
 	}
 	if !res.Compacted {
-		reason := audit.SkipNothingToCompact
-		if strings.HasPrefix(res.Reason, "below") {
-			reason = audit.SkipBelowTrigger
-		}
 		ev := w.event(audit.TypeSkipped, snap)
-		ev.Reason, ev.Error, ev.TokensBefore, ev.MessagesBefore = reason, res.Reason, res.TokensBefore, len(snap.Messages)
+		ev.Reason, ev.Error, ev.TokensBefore, ev.MessagesBefore = string(res.Skip), res.Reason, res.TokensBefore, len(snap.Messages)
+		ev.TriggerTokens = res.TriggerTokens
 		if err := w.auditor.Publish(ctx, ev); err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
 		w.metrics.Compactions.WithLabelValues("none", "skipped").Inc()
-		log.Debug("nothing to compact", "reason", res.Reason, "tokens", res.TokensBefore)
+		// Debug: a skip is the normal outcome of most turns; the audit
+		// stream and the conversation's status carry it.
+		log.Debug("not compacted", "skip", res.Skip, "reason", res.Reason, "tokens", res.TokensBefore, "trigger_tokens", res.TriggerTokens)
 		return nil
 	}
 
@@ -344,6 +344,7 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	if w.cfg.Summarizer != nil {
 		ev.LLM = llmReport(res)
 	}
+	ev.Coverage = coverage(res.Coverage)
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		// The briefing is stored; the retry stores it again idempotently.
 		// If this publish did reach the stream (a lost ack), the retry's
@@ -393,6 +394,9 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	log.Warn("snapshot rejected", "reason", cause)
 	ev := w.event(audit.TypeRejected, snap)
 	ev.Reason, ev.Error = audit.ReasonInvalidHistory, cause.Error()
+	if errors.Is(cause, briefd.ErrInvalidControl) {
+		ev.Reason = audit.ReasonInvalidControl
+	}
 	var ve *briefd.ValidationError
 	if errors.As(cause, &ve) {
 		ev.MessageID = ve.MessageID
@@ -401,6 +405,20 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 		log.Error("audit of a rejected snapshot failed", "error", err)
 	}
 	return queue.Permanent(cause)
+}
+
+// coverage converts the briefing writer's report into the audit event's
+// (a documented wire format, kept apart from the writer's own type).
+func coverage(c *brief.Coverage) *audit.Coverage {
+	if c == nil {
+		return nil
+	}
+	return &audit.Coverage{
+		UserMessages: c.UserMessages, UserVerbatim: c.UserVerbatim,
+		SpanIdentifiers: c.SpanIdentifiers, IdentifiersKept: c.IdentifiersKept,
+		Files: c.Files, Records: c.Records, Errors: c.Errors,
+		Steps: c.Steps, StepsShown: c.StepsShown, StepsLeftOut: c.StepsLeftOut, LeftOutIDs: c.LeftOutIDs,
+	}
 }
 
 // event starts an audit event about snap.
