@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -98,6 +99,7 @@ type options struct {
 	watch         bool
 	kvBucket      string
 	expand        ExpandLimits
+	control       briefd.Control
 }
 
 // WithTenant sets the tenant every snapshot and lookup belongs to. Default
@@ -194,6 +196,8 @@ type Client struct {
 	err      error                  // first async error since the last Flush
 	stats    Stats
 	watches  map[string]*watched
+	control  briefd.Control            // WithControl
+	controls map[string]briefd.Control // SetControl, by conversation
 }
 
 // inflight is a snapshot holding a buffer slot.
@@ -240,6 +244,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if !queue.ValidToken(o.tenant) {
 		return nil, fmt.Errorf("client: tenant %q: %w", o.tenant, ErrInvalidID)
 	}
+	if err := o.control.Validate(); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
 	if nc == nil {
 		return nil, errors.New("client: nil NATS connection")
 	}
@@ -269,8 +276,10 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		onError: o.onError,
 		watch:   o.watch,
 		buffer:  o.buffer,
-		byConv:  map[string][]*inflight{},
-		watches: map[string]*watched{},
+		byConv:   map[string][]*inflight{},
+		watches:  map[string]*watched{},
+		control:  o.control,
+		controls: map[string]briefd.Control{},
 
 		expandLimits: o.expand.withDefaults(),
 	}
@@ -316,17 +325,22 @@ func (c *Client) Tenant() string { return c.tenant }
 // Publish returns (a snapshot names its ordered list of message ids, so the
 // next snapshot describes the change; an edited message is re-sent).
 //
-// Publish checks only what is cheap: conv is a valid id and history is not
-// empty; the workers validate the conversation and reject a bad one to the
-// audit stream. When the buffer is full it drops a superseded snapshot
-// (see ErrBufferFull). It returns ErrInvalidID, ErrBufferFull (nothing
-// sent; the agent's turn is never blocked), ErrClosed, or an error from
-// the publisher (a message over the body limit, a closed connection).
-// Errors of the acks come later, after re-sends, through the error
-// handler, Err and Flush.
-func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Message) error {
-	if !queue.ValidToken(conv) {
-		return fmt.Errorf("client: conversation %q: %w", conv, ErrInvalidID)
+// The snapshot carries the client's control ([WithControl]), the
+// conversation's ([Client.SetControl]) and opts, laid over one another
+// (for example [CompactNow]).
+//
+// Publish checks only what is cheap: conv is a valid id, history is not
+// empty and the control is valid; the workers validate the conversation
+// and reject a bad one to the audit stream. When the buffer is full it
+// drops a superseded snapshot (see ErrBufferFull). It returns
+// ErrInvalidID, ErrBufferFull (nothing sent; the agent's turn is never
+// blocked), ErrClosed, an error wrapping briefd.ErrInvalidControl, or an
+// error from the publisher (a message over the body limit, a closed
+// connection). Errors of the acks come later, after re-sends, through the
+// error handler, Err and Flush.
+func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Message, opts ...PublishOption) error {
+	if err := checkConv(conv); err != nil {
+		return err
 	}
 	if len(history) == 0 {
 		return fmt.Errorf("client: publish %s: empty history", conv)
@@ -335,6 +349,11 @@ func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Mess
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
+	}
+	ctl := c.controlLocked(conv, opts)
+	if err := ctl.Validate(); err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("client: publish %s: %w", conv, err)
 	}
 	if c.inflight >= c.buffer && !c.dropSupersededLocked(conv) {
 		c.stats.Refused++
@@ -352,7 +371,11 @@ func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Mess
 		c.ensureWatch(conv)
 	}
 
-	pend, err := c.pub.PublishAsync(ctx, c.tenant, conv, history, c.opts...)
+	popts := c.opts
+	if !ctl.IsZero() {
+		popts = append(slices.Clip(popts), queue.WithControl(ctl))
+	}
+	pend, err := c.pub.PublishAsync(ctx, c.tenant, conv, history, popts...)
 	if err != nil {
 		c.release(in, nil)
 		return fmt.Errorf("client: publish %s: %w", conv, err)
@@ -694,16 +717,27 @@ func (c *Client) forget(conv string, w *watched) {
 	}
 }
 
-// Forget stops the background watch of conv (see WithWatch), if any, and
-// drops its cached briefing. Call it when a conversation ends.
+// Forget stops the background watch of conv (see WithWatch), if any,
+// drops its cached briefing and its control (SetControl). Call it when a
+// conversation ends.
 func (c *Client) Forget(conv string) {
 	c.mu.Lock()
 	w, ok := c.watches[conv]
 	delete(c.watches, conv)
+	delete(c.controls, conv)
 	c.mu.Unlock()
 	if ok {
 		w.cancel()
 	}
+}
+
+// checkConv returns an error wrapping ErrInvalidID when conv is not a
+// valid conversation id.
+func checkConv(conv string) error {
+	if !queue.ValidToken(conv) {
+		return fmt.Errorf("client: conversation %q: %w", conv, ErrInvalidID)
+	}
+	return nil
 }
 
 func (c *Client) isClosed() bool {
