@@ -268,14 +268,14 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
 	c := &Client{
-		tenant:  o.tenant,
-		prefix:  o.prefix,
-		js:      js,
-		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
-		log:     o.logger,
-		onError: o.onError,
-		watch:   o.watch,
-		buffer:  o.buffer,
+		tenant:   o.tenant,
+		prefix:   o.prefix,
+		js:       js,
+		pub:      queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
+		log:      o.logger,
+		onError:  o.onError,
+		watch:    o.watch,
+		buffer:   o.buffer,
 		byConv:   map[string][]*inflight{},
 		watches:  map[string]*watched{},
 		control:  o.control,
