@@ -81,6 +81,7 @@ type store interface {
 	// WatchErr is the error of the store's shared watch subscription
 	// while it is down, or nil.
 	WatchErr() error
+	Status(ctx context.Context, tenant, conv string) (*briefd.Status, error)
 }
 
 // Option configures a Client in New.

@@ -296,7 +296,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	clear(st.resend)
 	pend.deps = slices.Clone(st.inflight)
 	st.inflight = append(st.inflight, pend)
-	st.seq = man.Seq
+	st.seq, st.published = man.Seq, man.Seq
 	st.entries = next
 	st.lastOpts = o
 	st.last = &sentSnap{seq: man.Seq, list: next, pend: pend}
@@ -309,6 +309,19 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	}
 	go pend.own(p, key)
 	return pend, nil
+}
+
+// LastSeq returns the number of the newest snapshot of a conversation
+// this publisher published, or 0 when it published none (or forgot the
+// conversation, past Config.Conversations).
+func (p *Publisher) LastSeq(tenant, conv string) uint64 {
+	st, ok := p.convs.get(tenant + "." + conv)
+	if !ok {
+		return 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.published
 }
 
 // newSentBody encodes a body for sending: zstd when that saves at least
@@ -326,9 +339,10 @@ func (p *Publisher) newSentBody(tenant, conv, hash string, body []byte) *sentBod
 
 // convState is what a Publisher remembers of one conversation.
 type convState struct {
-	mu    sync.Mutex
-	seq   uint64    // last snapshot number used
-	since time.Time // when bodies were last all re-sent
+	mu        sync.Mutex
+	seq       uint64    // last snapshot number used
+	published uint64    // the newest snapshot handed to the connection (kept by reset)
+	since     time.Time // when bodies were last all re-sent
 	// bodies holds the hashes of the bodies sent: nil once stored, else
 	// the snapshot whose publish carries it. A body whose publish failed
 	// is not here; it is in resend until a snapshot sends it again.

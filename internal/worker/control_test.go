@@ -68,6 +68,45 @@ func TestSnapshotControl(t *testing.T) {
 	if ev := one("badpin"); ev.Type != audit.TypeRejected || ev.Reason != audit.ReasonInvalidControl || !strings.Contains(ev.Error, "cannot be pinned") {
 		t.Errorf("badpin: %+v", ev)
 	}
+
+	// The agent reads the same verdicts from the store.
+	status := func(conv string) *briefd.Status {
+		t.Helper()
+		var st *briefd.Status
+		waitFor(t, 10*time.Second, "the status of "+conv, func() bool {
+			var err error
+			st, err = b.store.Status(t.Context(), "acme", conv)
+			return err == nil
+		})
+		return st
+	}
+	if st := status("never"); st.Outcome != briefd.OutcomeSkipped || st.Reason != "disabled" || st.Seq == 0 {
+		t.Errorf("never: %+v", st)
+	}
+	st := status("below")
+	if st.Outcome != briefd.OutcomeSkipped || st.Reason != "below_trigger" || st.TriggerTokens != 83200 || st.Tokens == 0 || st.Messages != len(h.Messages) {
+		t.Errorf("below: %+v", st)
+	}
+	if !strings.Contains(st.String(), "not compacted yet: ") || !strings.Contains(st.String(), "trigger at 83200") {
+		t.Errorf("below, in words: %s", st)
+	}
+	if st := status("now"); st.Outcome != briefd.OutcomeCompacted || st.BoundaryID != bf.BoundaryID || st.TokensAfter != bf.TokensAfter {
+		t.Errorf("now: %+v", st)
+	}
+	for _, conv := range []string{"badkeep", "badpin"} {
+		if st := status(conv); st.Outcome != briefd.OutcomeRejected || st.Reason != audit.ReasonInvalidControl {
+			t.Errorf("%s: %+v", conv, st)
+		}
+	}
+	// A manifest the queue refuses (its control breaks the protocol's
+	// rules) reaches the agent as a rejection too.
+	if _, err := b.js.Publish(t.Context(), "briefd.snap.acme.malformed",
+		[]byte(`{"v":1,"tenant":"acme","conversation_id":"malformed","seq":7,"base":0,"keep":0,"append":[],"control":{"mode":"soon"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if st := status("malformed"); st.Outcome != briefd.OutcomeRejected || st.Reason != audit.ReasonMalformed || st.Seq != 7 || !strings.Contains(st.Detail, "mode") {
+		t.Errorf("malformed: %+v", st)
+	}
 }
 
 func toolMessage(msgs []briefd.Message) string {

@@ -24,10 +24,12 @@ import (
 )
 
 // Store is what the worker needs of the briefing store; both
-// cache.RedisStore and cache.KVStore provide it. Ping backs readiness.
+// cache.RedisStore and cache.KVStore provide it. Ping backs readiness;
+// PutStatus records the verdict on each handled snapshot for the agent.
 type Store interface {
 	Put(ctx context.Context, b *briefd.Briefing) (latest bool, err error)
 	Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error)
+	PutStatus(ctx context.Context, st *briefd.Status) error
 	Ping(ctx context.Context) error
 }
 
@@ -74,7 +76,11 @@ type Worker struct {
 	consumer *queue.Consumer
 	ready    bool
 
-	health     atomic.Pointer[error] // the last dependency check's error; nil when healthy
+	health atomic.Pointer[error] // the last dependency check's error; nil when healthy
+	// told holds the stream sequences of snapshots handle rejected and
+	// whose status it stored, so the dead-letter hook does not replace
+	// that status with a vaguer one.
+	told       sync.Map
 	stopHealth context.CancelFunc
 	healthDone chan struct{}
 }
@@ -312,6 +318,11 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		}
 	}
 	if !res.Compacted {
+		st := w.status(snap, briefd.OutcomeSkipped, string(res.Skip), res.Reason)
+		st.Tokens, st.TriggerTokens = res.TokensBefore, res.TriggerTokens
+		if err := w.store.PutStatus(ctx, st); err != nil {
+			return fmt.Errorf("store status: %w", err)
+		}
 		ev := w.event(audit.TypeSkipped, snap)
 		ev.Reason, ev.Error, ev.TokensBefore, ev.MessagesBefore = string(res.Skip), res.Reason, res.TokensBefore, len(snap.Messages)
 		ev.TriggerTokens = res.TriggerTokens
@@ -333,6 +344,12 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	if err != nil {
 		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
 		return fmt.Errorf("store briefing: %w", err)
+	}
+	st := w.status(snap, briefd.OutcomeCompacted, "", res.Reason)
+	st.Tokens, st.TriggerTokens, st.BoundaryID, st.TokensAfter = b.TokensBefore, res.TriggerTokens, b.BoundaryID, b.TokensAfter
+	if err := w.store.PutStatus(ctx, st); err != nil {
+		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
+		return fmt.Errorf("store status: %w", err)
 	}
 	elapsed := time.Since(start)
 	ev := audit.Compacted(b)
@@ -404,7 +421,19 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		log.Error("audit of a rejected snapshot failed", "error", err)
 	}
+	// The agent hears of it too; the queue dead-letters it either way.
+	if err := w.store.PutStatus(ctx, w.status(snap, briefd.OutcomeRejected, ev.Reason, cause.Error())); err != nil {
+		log.Error("status of a rejected snapshot failed", "error", err)
+	} else {
+		w.told.Store(snap.StreamSeq, true)
+	}
 	return queue.Permanent(cause)
+}
+
+// status starts the verdict on snap.
+func (w *Worker) status(snap *queue.Snapshot, outcome briefd.Outcome, reason, detail string) *briefd.Status {
+	return &briefd.Status{Tenant: snap.Tenant, ConversationID: snap.ConversationID, Seq: snap.Seq, SnapshotSeq: snap.StreamSeq,
+		Outcome: outcome, Reason: reason, Detail: detail, Messages: len(snap.Messages), At: time.Now().UTC()}
 }
 
 // coverage converts the briefing writer's report into the audit event's
@@ -470,6 +499,20 @@ func (w *Worker) hooks() queue.Hooks {
 			}
 			if err := w.auditor.Publish(ctx, ev); err != nil {
 				w.log.Error("audit of a dead letter failed", "conversation", rec.ConversationID, "error", err)
+			}
+			if _, told := w.told.LoadAndDelete(rec.StreamSeq); told || !queue.ValidToken(rec.Tenant) || !queue.ValidToken(rec.ConversationID) {
+				// handle told the agent already (with the precise
+				// reason), or there is no conversation to tell.
+				return
+			}
+			outcome := briefd.OutcomeFailed
+			if rec.Permanent {
+				outcome = briefd.OutcomeRejected
+			}
+			st := &briefd.Status{Tenant: rec.Tenant, ConversationID: rec.ConversationID, Seq: rec.Seq, SnapshotSeq: rec.StreamSeq,
+				Outcome: outcome, Reason: reason, Detail: rec.Reason, At: rec.At}
+			if err := w.store.PutStatus(ctx, st); err != nil {
+				w.log.Error("status of a dead letter failed", "conversation", rec.ConversationID, "error", err)
 			}
 		},
 	}
