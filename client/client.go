@@ -291,7 +291,10 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultSetupTimeout)
 	err = c.pub.RefreshLimits(ctx)
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, queue.ErrNoStream):
+		o.logger.Warn("briefd client: the briefd streams do not exist yet; workers create them when they start (worker run), and snapshots published before fail with queue.ErrNoStream", "err", err)
+	case err != nil:
 		o.logger.Warn("briefd client: cannot read the stream limits yet; retrying in the background", "err", err)
 	}
 	if o.model != "" {
