@@ -101,6 +101,7 @@ type options struct {
 	kvBucket      string
 	expand        ExpandLimits
 	control       briefd.Control
+	numbering     bool
 }
 
 // WithTenant sets the tenant every snapshot and lookup belongs to. Default
@@ -199,6 +200,9 @@ type Client struct {
 	watches  map[string]*watched
 	control  briefd.Control            // WithControl
 	controls map[string]briefd.Control // SetControl, by conversation
+
+	numberMu sync.Mutex
+	numberer *briefd.Numberer // WithNumbering; nil without
 }
 
 // inflight is a snapshot holding a buffer slot.
@@ -284,6 +288,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 
 		expandLimits: o.expand.withDefaults(),
 	}
+	if o.numbering {
+		c.numberer = new(briefd.Numberer)
+	}
 	// Read the streams' MaxAge and message size now, so that even the
 	// first snapshots follow the workers' configuration; the publisher
 	// re-reads them every minute. The streams may not exist yet (workers
@@ -348,6 +355,10 @@ func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Mess
 	}
 	if len(history) == 0 {
 		return fmt.Errorf("client: publish %s: empty history", conv)
+	}
+	history, err := c.number(history)
+	if err != nil {
+		return fmt.Errorf("client: publish %s: %w", conv, err)
 	}
 	c.mu.Lock()
 	if c.closed {
@@ -589,6 +600,10 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 // store error, or a splice error (the history is invalid); history is
 // returned with them.
 func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
+	history, err := c.number(history)
+	if err != nil {
+		return history, nil, fmt.Errorf("client: prepare %s: %w", conv, err)
+	}
 	var b *briefd.Briefing
 	if c.watch {
 		if !queue.ValidToken(conv) {
@@ -733,6 +748,18 @@ func (c *Client) Forget(conv string) {
 	if ok {
 		w.cancel()
 	}
+}
+
+// number gives messages without ids their position ids, with
+// WithNumbering; without it, it returns history as is.
+func (c *Client) number(history []briefd.Message) ([]briefd.Message, error) {
+	if c.numberer == nil {
+		return history, nil
+	}
+	c.numberMu.Lock()
+	defer c.numberMu.Unlock()
+	out, _, err := c.numberer.Number(history)
+	return out, err
 }
 
 // checkConv returns an error wrapping ErrInvalidID when conv is not a

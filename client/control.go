@@ -13,6 +13,15 @@ import (
 // returns an error wrapping briefd.ErrInvalidControl for an invalid one.
 func WithControl(c briefd.Control) Option { return func(o *options) { o.control = c } }
 
+// WithNumbering makes Publish and Prepare give every message without an id
+// its position id (m0001, m0002, ...; see [briefd.NumberMessages]), so
+// that histories in plain OpenAI form, whose messages have none, can be
+// published. Prepare returns the history with those ids. It suits an
+// agent that keeps its whole history and appends to it; an agent that
+// keeps the spliced history, or edits earlier messages, must give its
+// messages stable ids itself, since positions shift.
+func WithNumbering() Option { return func(o *options) { o.numbering = true } }
+
 // PublishOption adjusts the control of one snapshot: it is laid over the
 // client's and the conversation's controls for this Publish only.
 type PublishOption func(*briefd.Control)

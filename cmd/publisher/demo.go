@@ -26,6 +26,11 @@ type demoCmd struct {
 	verbose       bool
 }
 
+// Summary says what the command does.
+func (c *demoCmd) Summary() string {
+	return "Run NATS, the briefing store and a worker in this process, publish the example histories and print their briefings."
+}
+
 func (c *demoCmd) Synopsis() string { return "[flags]" }
 
 func (c *demoCmd) Flags(fs *flag.FlagSet) {

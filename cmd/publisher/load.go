@@ -41,6 +41,11 @@ type loadCmd struct {
 	buffer         int
 }
 
+// Summary says what the command does.
+func (c *loadCmd) Summary() string {
+	return "Play N concurrent agents from a folder of histories and summarize throughput and latencies."
+}
+
 func (c *loadCmd) Synopsis() string { return "--agents N [--dir DIR] [flags]" }
 
 func (c *loadCmd) Flags(fs *flag.FlagSet) {

@@ -66,7 +66,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var cfg compact.Config
 	bindEngineFlags(fs, &cfg)
 	llm := bindLLMFlags(fs)
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker compact [flags] FILE (- for stdin)")
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryCompact, "worker compact [flags] FILE (- for stdin)")
 	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bindEngineFlags(fs, &cfg)
 	llm := bindLLMFlags(fs)
 	fs.Lookup("context-window").Usage = "not used: each compaction gets the yardstick's window (chars/4+1, or the chain's)"
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", evalSynopsis)
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryEval, evalSynopsis)
 	// The yardsticks pass --context-window on the command line, which
 	// overrides the environment: a service's BRIEFD_CONTEXT_WINDOW is not
 	// an error here, only the flag is.

@@ -81,7 +81,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var engineCfg compact.Config
 	bindEngineFlags(fs, &engineCfg)
 	llm := bindLLMFlags(fs)
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker replay --conversation C [--seq N] [engine and llm flags]")
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryReplay, "worker replay --conversation C [--seq N] [engine and llm flags]")
 	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.embedded, "embedded", false, "run an embedded single-node NATS server with JetStream (data in --data-dir) instead of connecting to --nats-url")
 	fs.StringVar(&f.dataDir, "data-dir", ".briefd-data", "JetStream storage folder of the embedded server")
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:4222", "client address of the embedded server (port 0: any free port)")
-	fs.StringVar(&f.httpAddr, "http-addr", ":9090", "address of /healthz, /readyz and /metrics; empty disables")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9090", "address of /healthz, /readyz and /metrics (loopback by default; :9090 for every interface, as in a container); empty disables")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long compactions in flight may finish before they are cancelled and handed back to the queue")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -99,7 +99,7 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var engineCfg compact.Config
 	bindEngineFlags(fs, &engineCfg)
 	llm := bindLLMFlags(fs)
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker run [flags]")
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryRun, "worker run [flags]")
 	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
 		return err
 	}
