@@ -468,4 +468,3 @@ func (c *loadCmd) histories() ([]*briefd.History, string, error) {
 	}
 	return hs, dir, nil
 }
-
