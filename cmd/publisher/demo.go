@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -134,7 +135,15 @@ func (c *demoCmd) Run(ctx context.Context, args []string, e *env) error {
 	}
 	tw.Flush()
 	if len(missing) > 0 {
-		return fmt.Errorf("no briefing for %v: the worker found nothing to compact (try a smaller --context-window)", missing)
+		var why []string
+		for _, conv := range missing {
+			reason := "no verdict from the worker"
+			if st, err := cl.Status(ctx, conv); err == nil {
+				reason = st.String()
+			}
+			why = append(why, conv+": "+reason)
+		}
+		return fmt.Errorf("no briefing for %d conversations (try a smaller --context-window):\n  %s", len(missing), strings.Join(why, "\n  "))
 	}
 
 	// One briefing in full, as the agent's next turn would see it.
