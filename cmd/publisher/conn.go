@@ -25,9 +25,9 @@ type connFlags struct {
 	natsPassword string
 	inboxPrefix  string
 	redisURL     string
-	tenant    string
-	prefix    string
-	verbose   bool
+	tenant       string
+	prefix       string
+	verbose      bool
 }
 
 func (f *connFlags) register(fs *flag.FlagSet) {
