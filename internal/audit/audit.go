@@ -424,8 +424,9 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 
 // Filter selects events to read. The zero Filter selects every event.
 type Filter struct {
-	// ConversationID selects one conversation of Tenant; when empty, every
-	// conversation of every tenant is read and Tenant is ignored.
+	// ConversationID selects one conversation of Tenant. When it is
+	// empty, Tenant (if not empty) selects every conversation of that
+	// tenant, else every conversation of every tenant is read.
 	ConversationID string
 	Tenant         string
 	// Types selects event types; empty means all.
@@ -437,8 +438,11 @@ type Filter struct {
 
 func (f Filter) subjects(cfg Config) []string {
 	tenant, conv := "*", "*"
-	if f.ConversationID != "" {
+	switch {
+	case f.ConversationID != "":
 		tenant, conv = SubjectToken(f.Tenant), SubjectToken(f.ConversationID)
+	case f.Tenant != "":
+		tenant = SubjectToken(f.Tenant)
 	}
 	if len(f.Types) == 0 {
 		return []string{cfg.subject("*", tenant, conv)}

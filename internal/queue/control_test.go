@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,45 @@ func TestNowIsNeverSuperseded(t *testing.T) {
 	}
 	if forced == nil || len(forced.Messages) != ends[2] || forced.Control.Focus != "call_1" {
 		t.Fatalf("the forced snapshot was not handled: %+v", handled)
+	}
+}
+
+// Walk resolves every stored snapshot of a conversation in order.
+func TestWalk(t *testing.T) {
+	b := setup(t)
+	msgs := genHistory(6, 30)
+	ends := turnEnds(msgs)
+	for _, end := range ends {
+		if _, err := b.pub.Publish(t.Context(), "acme", "w1", msgs[:end]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.pub.Publish(t.Context(), "acme", "other", msgs); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	var last uint64
+	err := queue.NewResolver(b.js, b.cfg).Walk(t.Context(), "acme", "w1", func(s *queue.Snapshot, err error) error {
+		if err != nil {
+			return err
+		}
+		if s.StreamSeq <= last || s.Delivery.Timestamp.IsZero() {
+			t.Errorf("snapshot %d after %d, stored at %v", s.StreamSeq, last, s.Delivery.Timestamp)
+		}
+		last = s.StreamSeq
+		got = append(got, len(s.Messages))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, ends) {
+		t.Fatalf("walked %v, want %v", got, ends)
+	}
+	if err := queue.NewResolver(b.js, b.cfg).Walk(t.Context(), "acme", "none", func(*queue.Snapshot, error) error {
+		t.Fatal("a snapshot of a conversation that has none")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
