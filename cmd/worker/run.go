@@ -115,29 +115,11 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// for Drain to finish before the deferred Close.
 	closed := make(chan struct{})
 	onClosed := nats.ClosedHandler(func(*nats.Conn) { close(closed) })
-	var nc *nats.Conn
-	if f.embedded {
-		host, port, err := splitHostPort(f.embeddedAddr)
-		if err != nil {
-			return usageErrorf("--embedded-addr: %v", err)
-		}
-		srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Host: host, Port: port, Logger: logger.With("component", "nats-server")})
-		if err != nil {
-			return err
-		}
-		logger.Info("embedded NATS server", "url", srv.ClientURL(), "store", f.dataDir)
-		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-		nc, err = nats.Connect(srv.ClientURL(), nats.Name("briefd-worker"), onClosed)
-		if err != nil {
-			return fmt.Errorf("connect to embedded NATS: %w", err)
-		}
-	} else {
-		nc, err = connectNATS(&f, logger, onClosed)
-		if err != nil {
-			return err
-		}
+	nc, closeNATS, err := f.connect(ctx, logger, logger, onClosed)
+	if err != nil {
+		return err
 	}
-	defer nc.Close()
+	defer closeNATS()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -208,6 +190,36 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return stopErr
+}
+
+// connect connects to NATS as the flags say: to --nats-url, or, with
+// --embedded, to an embedded server on --data-dir that it starts, logging
+// to serverLog. closeFn closes the connection, then stops the embedded
+// server.
+func (f *serviceFlags) connect(ctx context.Context, logger, serverLog *slog.Logger, extra ...nats.Option) (nc *nats.Conn, closeFn func(), err error) {
+	if !f.embedded {
+		nc, err := connectNATS(f, logger, extra...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	}
+	host, port, err := splitHostPort(f.embeddedAddr)
+	if err != nil {
+		return nil, nil, usageErrorf("--embedded-addr: %v", err)
+	}
+	srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Host: host, Port: port, Logger: serverLog})
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info("embedded NATS server", "url", srv.ClientURL(), "store", f.dataDir)
+	stop := func() { srv.Shutdown(); srv.WaitForShutdown() }
+	nc, err = nats.Connect(srv.ClientURL(), append([]nats.Option{nats.Name("briefd-worker")}, extra...)...)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("connect to embedded NATS: %w", err)
+	}
+	return nc, func() { nc.Close(); stop() }, nil
 }
 
 func connectNATS(f *serviceFlags, logger *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
