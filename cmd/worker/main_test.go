@@ -275,6 +275,9 @@ func TestRunEmbedded(t *testing.T) {
 	if !strings.Contains(body.String(), "briefd_consumer_pending") {
 		t.Fatal("metrics lack the consumer lag")
 	}
+	if !strings.Contains(body.String(), "briefd_worker_ready 1") {
+		t.Fatal("metrics lack the worker's readiness")
+	}
 	var hc bytes.Buffer
 	if code := Main(t.Context(), []string{"healthcheck", "--url", url}, nil, &hc, &hc); code != 0 {
 		t.Fatalf("healthcheck exit %d: %s", code, hc.String())

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/audit"
 	"github.com/briefd/briefd/internal/queue"
@@ -17,7 +19,7 @@ import (
 // audit event carries the briefing's coverage.
 func TestSnapshotControl(t *testing.T) {
 	b := setup(t, false)
-	b.startWorker(t)
+	w := b.startWorker(t)
 	h := loadExample(t, "tau-bench-2.json")
 	publish := func(conv string, opts ...queue.PublishOption) {
 		t.Helper()
@@ -67,6 +69,12 @@ func TestSnapshotControl(t *testing.T) {
 	}
 	if ev := one("badpin"); ev.Type != audit.TypeRejected || ev.Reason != audit.ReasonInvalidControl || !strings.Contains(ev.Error, "cannot be pinned") {
 		t.Errorf("badpin: %+v", ev)
+	}
+
+	for reason, want := range map[string]float64{"disabled": 1, "below_trigger": 1} {
+		if n := testutil.ToFloat64(w.Metrics().Skipped.WithLabelValues(reason)); n != want {
+			t.Errorf("briefd_snapshots_skipped_total{reason=%q} = %v, want %v", reason, n, want)
+		}
 	}
 
 	// The agent reads the same verdicts from the store.

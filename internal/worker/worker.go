@@ -133,7 +133,7 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	w.metrics = NewMetrics(reg, w.lag)
+	w.metrics = NewMetrics(reg, w.lag, w.Ready)
 	return w, nil
 }
 
@@ -330,6 +330,7 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 			return fmt.Errorf("audit: %w", err)
 		}
 		w.metrics.Compactions.WithLabelValues("none", "skipped").Inc()
+		w.metrics.Skipped.WithLabelValues(string(res.Skip)).Inc()
 		// Debug: a skip is the normal outcome of most turns; the audit
 		// stream and the conversation's status carry it.
 		log.Debug("not compacted", "skip", res.Skip, "reason", res.Reason, "tokens", res.TokensBefore, "trigger_tokens", res.TriggerTokens)
@@ -370,6 +371,9 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	w.metrics.Compactions.WithLabelValues(string(b.Tier), "compacted").Inc()
+	if ev.LLM != nil && ev.LLM.Outcome == "fallback" {
+		w.metrics.LLMFallbacks.Inc()
+	}
 	w.metrics.Duration.WithLabelValues(string(b.Tier)).Observe(elapsed.Seconds())
 	w.metrics.TokensSaved.Add(float64(max(b.TokensBefore-b.TokensAfter, 0)))
 	w.metrics.TokensIn.Add(float64(b.SpanTokens))
