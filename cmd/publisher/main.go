@@ -123,14 +123,26 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs.SetOutput(stderr)
 	cmd.Flags(fs)
 	fs.Usage = envflag.Usage(fs, "BRIEFD_", cmd.Summary(), "publisher "+name+" "+cmd.Synopsis())
-	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
+	err := envflag.Parse(fs, args, "BRIEFD_", nil)
+	// Flags may follow the positional arguments too: publish FILE --wait 0.
+	var positional []string
+	for err == nil && fs.NArg() > 0 {
+		rest := fs.Args()
+		positional = append(positional, rest[0])
+		if rest[0] == "--" {
+			positional = append(positional[:len(positional)-1], rest[1:]...)
+			break
+		}
+		err = fs.Parse(rest[1:])
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		fmt.Fprintf(stderr, "publisher %s: %v\n", name, err)
 		return 2
 	}
-	err := cmd.Run(ctx, fs.Args(), &env{stdin: stdin, stdout: stdout, stderr: stderr})
+	err = cmd.Run(ctx, positional, &env{stdin: stdin, stdout: stdout, stderr: stderr})
 	switch {
 	case err == nil:
 		return 0

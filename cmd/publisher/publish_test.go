@@ -59,7 +59,7 @@ func TestPublishVerdict(t *testing.T) {
 	if err != nil || len(b.PinnedIDs) != 1 || b.PinnedIDs[0] != "m0004" {
 		t.Fatalf("briefing after --compact-now --pin m0004: %+v, %v", b, err)
 	}
-	code, _, errOut = run(t, "publish", "--nats-url", url, "--never", "--compact-now", file)
+	code, _, errOut = run(t, "publish", "--nats-url", url, file, "--never", "--compact-now") // flags after the file too
 	if code != 2 || !strings.Contains(errOut, "contradict") {
 		t.Fatalf("--never --compact-now: exit %d, %s", code, errOut)
 	}
