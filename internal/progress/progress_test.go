@@ -42,3 +42,16 @@ func TestBarOffOutsideTerminal(t *testing.T) {
 		t.Fatalf("a bar on a buffer drew %q", buf.String())
 	}
 }
+
+// Set moves the bar to a given point, as eval reports "conversation i of n".
+func TestBarSet(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := Forced(&buf, "eval", 0, func() time.Time { return now })
+	b.SetNote(func() string { return "tau-bench-16" })
+	now = now.Add(time.Second)
+	b.Set(3, 6)
+	if got := buf.String(); !strings.Contains(got, "3/6 (50%) 1s, ~1s left  tau-bench-16") {
+		t.Fatalf("set: %q", got)
+	}
+}
