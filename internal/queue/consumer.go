@@ -600,21 +600,24 @@ func (c *Consumer) settle(msg jetstream.Msg, ref Ref, start time.Time, err error
 			"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt)
 		c.settled(ref, OutcomeRequeued, err, start)
 	case isMissingBody(err) && ref.Attempt < 2:
-		// Give a body published async a moment to land in its stream.
-		c.retry(msg, ref, start, err)
+		// Give a body published async a moment to land in its stream:
+		// bodies and manifests are stored by two streams, so a manifest
+		// can be delivered first. Expected, so not a warning.
+		c.retry(msg, ref, start, err, slog.LevelInfo)
 	case errors.Is(err, ErrPermanent) || errors.Is(err, briefd.ErrInvalidHistory) || errors.Is(err, ErrMalformed):
 		c.deadLetter(msg, ref, start, err, true)
 	case exhausted || ref.Attempt >= uint64(c.cfg.MaxDeliver):
 		c.deadLetter(msg, ref, start, err, false)
 	default:
-		c.retry(msg, ref, start, err)
+		c.retry(msg, ref, start, err, slog.LevelWarn)
 	}
 }
 
-// retry naks a delivery with the backoff of its attempt, and says so.
-func (c *Consumer) retry(msg jetstream.Msg, ref Ref, start time.Time, err error) {
+// retry naks a delivery with the backoff of its attempt, and says so at
+// level.
+func (c *Consumer) retry(msg jetstream.Msg, ref Ref, start time.Time, err error, level slog.Level) {
 	d := c.cfg.backoff(ref.Attempt)
-	c.log.Warn("queue: snapshot will be retried", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+	c.log.Log(c.workCtx, level, "queue: snapshot will be retried", "tenant", ref.Tenant, "conversation", ref.ConversationID,
 		"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt, "max_attempts", c.cfg.MaxDeliver,
 		"delay", d, "reason", err)
 	c.report(msg.NakWithDelay(d), ref)
