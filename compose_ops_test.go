@@ -317,6 +317,18 @@ func TestComposeOperatorView(t *testing.T) {
 	}
 }
 
+// The image serves /metrics and /readyz on every interface: the binary's
+// default is loopback, which a container's scraper could not reach.
+func TestDockerfileHTTPAddr(t *testing.T) {
+	data, err := os.ReadFile("Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^ENV BRIEFD_HTTP_ADDR=:9090$`).Match(data) || !strings.Contains(string(data), "EXPOSE 9090") {
+		t.Error("the image should set BRIEFD_HTTP_ADDR=:9090 and expose 9090")
+	}
+}
+
 // .dockerignore keeps secrets and bulk out of the build context, and
 // nothing the image's two binaries compile or embed.
 func TestDockerignore(t *testing.T) {
