@@ -26,8 +26,9 @@ var ErrNothingToSplice = errors.New("briefd: nothing before the boundary to repl
 
 // Splice returns history with every non-pinned message before b's boundary
 // replaced by one user message holding the briefing inside
-// <compacted-history> tags. The result is the pinned head (see [Pinned]) in
-// its order, the briefing message, then every message from the boundary on.
+// <compacted-history> tags. The result is the pinned head (see [Pinned],
+// and the messages named by b.PinnedIDs) in its order, the briefing
+// message, then every message from the boundary on.
 //
 // Splice never modifies history. When the boundary is missing it returns
 // history itself and an error wrapping [ErrBoundaryMissing]; when nothing
@@ -53,7 +54,7 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 	}
 	out := make([]Message, 0, len(history)-at+8)
 	replaced := 0
-	pinned := pinnedHead(history[:at])
+	pinned := pinnedHead(history[:at], b.PinnedIDs)
 	for i := 0; i < at; i++ {
 		if pinned(i) {
 			out = append(out, history[i])
@@ -72,9 +73,17 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 	return out, nil
 }
 
-// pinnedHead returns [Pinned] for msgs in O(1) per message: calling Pinned
-// for every message would be quadratic when user messages come late.
-func pinnedHead(msgs []Message) func(i int) bool {
+// pinnedHead returns [Pinned] for msgs in O(1) per message (calling Pinned
+// for every message would be quadratic when user messages come late), or
+// true for a message whose id is in ids.
+func pinnedHead(msgs []Message, ids []string) func(i int) bool {
+	var byID map[string]bool
+	if len(ids) > 0 {
+		byID = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			byID[id] = true
+		}
+	}
 	firstUser := -1
 	for i := range msgs {
 		if msgs[i].Role == RoleUser && !msgs[i].IsBriefing() {
@@ -87,7 +96,7 @@ func pinnedHead(msgs []Message) func(i int) bool {
 		if m.IsBriefing() {
 			return false
 		}
-		return m.Role == RoleSystem || m.Pinned || i == firstUser
+		return m.Role == RoleSystem || m.Pinned || i == firstUser || byID[m.ID]
 	}
 }
 

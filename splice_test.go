@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestPinnedHeadMatchesPinned(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		msgs := genValid(r, r.IntN(30))
-		pinned := pinnedHead(msgs)
+		pinned := pinnedHead(msgs, nil)
 		for i := range msgs {
 			if pinned(i) != Pinned(msgs, i) {
 				t.Fatalf("message %d of %v: pinnedHead %v", i, msgs, pinned(i))
@@ -193,5 +194,23 @@ func checkSplice(t *testing.T, msgs []Message, at int) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("at %d: ids %v, want %v", at, got, want)
+	}
+}
+
+// docs/protocol.md quotes the framing sentence for clients in other
+// languages; it must stay the one WrapBriefing writes.
+func TestProtocolDocFramingSentence(t *testing.T) {
+	data, err := os.ReadFile("docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "The framing sentence, exactly")
+	if !ok {
+		t.Fatal("docs/protocol.md no longer quotes the framing sentence")
+	}
+	_, rest, _ = strings.Cut(rest, "```text\n")
+	quoted, _, _ := strings.Cut(rest, "\n```")
+	if quoted+"\n" != briefingPreamble {
+		t.Fatalf("docs/protocol.md quotes\n%q\nWrapBriefing writes\n%q", quoted, briefingPreamble)
 	}
 }

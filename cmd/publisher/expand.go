@@ -22,6 +22,11 @@ type expandCmd struct {
 	format       string
 }
 
+// Summary says what the command does.
+func (c *expandCmd) Summary() string {
+	return "Print original messages of a conversation, by id range, read from the streams (compacted ones included)."
+}
+
 func (c *expandCmd) Synopsis() string { return "--conversation C --from ID [--to ID] [flags]" }
 
 func (c *expandCmd) Flags(fs *flag.FlagSet) {
@@ -101,6 +106,11 @@ type searchCmd struct {
 	format       string
 }
 
+// Summary says what the command does.
+func (c *searchCmd) Summary() string {
+	return "Search the compacted messages of a conversation (substring or regexp), with their ids."
+}
+
 func (c *searchCmd) Synopsis() string { return "--conversation C [flags] QUERY" }
 
 func (c *searchCmd) Flags(fs *flag.FlagSet) {
@@ -170,6 +180,11 @@ type toolCmd struct {
 	conversation string
 	definition   bool
 	limits       client.ExpandLimits
+}
+
+// Summary says what the command does.
+func (c *toolCmd) Summary() string {
+	return "Answer an expand_history tool call as an agent's handler would, or print the tool's definition."
 }
 
 func (c *toolCmd) Synopsis() string {

@@ -99,6 +99,20 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// Every command's -h says what it does in its first line; a bare
+// publisher lists the commands.
+func TestHelpSummaries(t *testing.T) {
+	if code, _, errOut := run(t); code != 2 || !strings.Contains(errOut, "commands:") {
+		t.Fatalf("bare publisher: exit %d, %q", code, errOut)
+	}
+	for _, c := range commands {
+		code, _, errOut := run(t, c.name, "-h")
+		if first, _, _ := strings.Cut(errOut, "\n"); code != 0 || first != c.make().Summary() {
+			t.Errorf("publisher %s -h: exit %d, first line %q", c.name, code, first)
+		}
+	}
+}
+
 func TestEnvFlags(t *testing.T) {
 	t.Setenv("BRIEFD_NATS_URL", "nats://127.0.0.1:1")
 	code, _, errOut := run(t, "latest", "--conversation", "c")
@@ -127,7 +141,7 @@ func TestPublishLatestSplice(t *testing.T) {
 	}
 	url := srv.URL()
 
-	code, out, errOut := run(t, "publish", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", file)
+	code, out, errOut := run(t, "publish", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--wait", "0", file)
 	if code != 0 {
 		t.Fatalf("publish exited %d: %s", code, errOut)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/envflag"
 	"github.com/briefd/briefd/internal/eval"
+	"github.com/briefd/briefd/internal/progress"
 )
 
 const evalSynopsis = `worker eval [flags] DIR...                      identifier recall at equal size (eval_quality.py)
@@ -41,7 +42,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bindEngineFlags(fs, &cfg)
 	llm := bindLLMFlags(fs)
 	fs.Lookup("context-window").Usage = "not used: each compaction gets the yardstick's window (chars/4+1, or the chain's)"
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", evalSynopsis)
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryEval, evalSynopsis)
 	// The yardsticks pass --context-window on the command line, which
 	// overrides the environment: a service's BRIEFD_CONTEXT_WINDOW is not
 	// an error here, only the flag is.
@@ -161,34 +162,27 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-// evalProgress shows which conversation eval is on, on one line of a
-// terminal; it writes nothing when stderr is not a terminal.
+// evalProgress shows eval's progress and the conversation it is on, on a
+// terminal; it writes nothing when stderr is not one.
 type evalProgress struct {
-	w     io.Writer
-	shown bool
+	bar *progress.Bar
+	cur string
 }
 
 func newEvalProgress(stderr io.Writer) *evalProgress {
-	if f, ok := stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return &evalProgress{w: stderr}
-		}
-	}
-	return &evalProgress{}
+	p := &evalProgress{bar: progress.New(stderr, "eval", 0)}
+	p.bar.SetNote(func() string { return p.cur })
+	return p
 }
 
+// step is called before conversation i of n.
 func (p *evalProgress) step(i, n int, file string) {
-	if p.w == nil {
-		return
-	}
-	p.shown = true
-	fmt.Fprintf(p.w, "\r\033[K[%d/%d] %s", i+1, n, strings.TrimSuffix(filepath.Base(file), ".json"))
+	p.cur = strings.TrimSuffix(filepath.Base(file), ".json")
+	p.bar.Set(i, n)
 }
 
-// done clears the progress line.
+// done ends the progress line.
 func (p *evalProgress) done() {
-	if p.w != nil && p.shown {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.shown = false
-	}
+	p.cur = ""
+	p.bar.Finish()
 }
