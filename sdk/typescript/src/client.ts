@@ -26,7 +26,7 @@ import {
 } from "./expand.js";
 import { messageSize } from "./message.js";
 import { DefaultPrefix, InvalidIDError, kvBucket, MalformedError, validToken } from "./protocol.js";
-import { type LogFn, type Pending, Publisher, type PublisherOptions, SupersededError } from "./publisher.js";
+import { type Control, encodeControl, type LogFn, type Pending, Publisher, type PublisherOptions, SupersededError } from "./publisher.js";
 import { BodyMissingError, type DirectGets, Reader } from "./reader.js";
 import { BoundaryMissingError, NothingToSpliceError, splice } from "./splice.js";
 import type { Briefing, Entry, Message } from "./types.js";
@@ -49,6 +49,8 @@ export interface ClientOptions {
   model?: string;
   /** The context window named in every snapshot (tokens). */
   contextWindow?: number;
+  /** Control sent with every snapshot (a publish's own control overrides its fields). */
+  control?: Control;
   /** How many snapshots may wait for their acks (1024); beyond, superseded ones are dropped, else publish throws BufferFullError. */
   buffer?: number;
   /** Bounds of expand, search and the tool's answers. */
@@ -159,10 +161,14 @@ export class BriefdClient {
    * agent holds it, spliced briefings included) to the publisher and
    * resolves once it is on the connection, without waiting for the
    * server: only messages not sent before for conv travel. Errors of the
-   * acks come later, through onError and flush.
+   * acks come later, through onError and flush. A control (this publish's
+   * fields over the client's) says when and what to compact; it is
+   * checked before anything is sent.
    */
-  async publish(conv: string, history: Message[]): Promise<void> {
+  async publish(conv: string, history: Message[], opts: { control?: Control } = {}): Promise<void> {
     this.checkConv(conv);
+    const control = mergeControl(this.o.control, opts.control);
+    encodeControl(control); // a bad control throws before anything is sent
     if (history.length === 0) throw new Error(`briefd: publish ${conv}: empty history`);
     if (this.inflight >= (this.o.buffer ?? 1024) && !this.dropSuperseded(conv)) {
       this.st.refused++;
@@ -176,7 +182,7 @@ export class BriefdClient {
     this.slots.set(conv, list);
     let pend: Pending;
     try {
-      pend = await this.pub.publish(this.tenant, conv, history, { model: this.o.model, contextWindow: this.o.contextWindow });
+      pend = await this.pub.publish(this.tenant, conv, history, { model: this.o.model, contextWindow: this.o.contextWindow, control });
     } catch (err) {
       this.release(slot, null, false);
       throw err;
@@ -452,3 +458,16 @@ export class BriefdClient {
 }
 
 export { describeIDs };
+
+/** mergeControl lays a publish's control fields over the client's. */
+function mergeControl(base: Control | undefined, over: Control | undefined): Control | undefined {
+  if (!base) return over;
+  if (!over) return base;
+  return {
+    mode: over.mode ?? base.mode,
+    triggerFraction: over.triggerFraction ?? base.triggerFraction,
+    keepTokens: over.keepTokens ?? base.keepTokens,
+    pin: over.pin ?? base.pin,
+    focus: over.focus ?? base.focus,
+  };
+}

@@ -46,6 +46,8 @@ export {
   type PublishOptions,
   type PublishResult,
   type PublisherOptions,
+  type Control,
+  encodeControl,
 } from "./publisher.js";
 export { BodyMissingError, OriginalOrder, Reader, zstdContentSize } from "./reader.js";
 export {

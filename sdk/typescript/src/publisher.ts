@@ -80,12 +80,56 @@ export interface PublisherOptions {
   log?: LogFn;
 }
 
+/**
+ * A snapshot's control (docs/protocol.md, "Control"): when and what the
+ * workers compact for this conversation. Every field is optional.
+ */
+export interface Control {
+  /** "auto" (the default), "now" (compact this snapshot, as a user's /compact) or "never". */
+  mode?: "auto" | "now" | "never";
+  /** Compact once the history is over this fraction of the context window, in (0, 1]. */
+  triggerFraction?: number;
+  /** The kept tail's budget in tokens; it must stay below the trigger. */
+  keepTokens?: number;
+  /** Ids of messages never compacted (system, user and plain assistant messages). */
+  pin?: string[];
+  /** What the briefing must keep above all, in words. */
+  focus?: string;
+}
+
 /** Optional manifest fields of a snapshot. */
 export interface PublishOptions {
   /** The agent's model: token encoding and context hints for the worker. */
   model?: string;
   /** The agent's context window in tokens. */
   contextWindow?: number;
+  /** When and what to compact (validated before anything is sent). */
+  control?: Control;
+}
+
+/**
+ * encodeControl checks a control and encodes it as Go's briefd.Control
+ * marshals it (empty fields left out); "" for a control that asks for
+ * nothing.
+ */
+export function encodeControl(c: Control | undefined): string {
+  if (!c) return "";
+  const parts: string[] = [];
+  if (c.mode !== undefined && c.mode !== "auto") {
+    if (c.mode !== "now" && c.mode !== "never") throw new RangeError(`briefd: control mode ${JSON.stringify(c.mode)} (want auto, now or never)`);
+    parts.push(`"mode":"${c.mode}"`);
+  }
+  if (c.triggerFraction !== undefined && c.triggerFraction !== 0) {
+    if (!(c.triggerFraction > 0 && c.triggerFraction <= 1)) throw new RangeError(`briefd: control triggerFraction ${c.triggerFraction} (want a fraction in (0, 1])`);
+    parts.push(`"trigger_fraction":${c.triggerFraction}`);
+  }
+  if (c.keepTokens !== undefined && c.keepTokens !== 0) {
+    if (!Number.isInteger(c.keepTokens) || c.keepTokens < 0) throw new RangeError(`briefd: control keepTokens ${c.keepTokens} (want a positive integer)`);
+    parts.push(`"keep_tokens":${c.keepTokens}`);
+  }
+  if (c.pin && c.pin.length > 0) parts.push(`"pin":[${c.pin.map((id) => goString(id)).join(",")}]`);
+  if (c.focus) parts.push(`"focus":${goString(c.focus)}`);
+  return parts.length ? `{${parts.join(",")}}` : "";
 }
 
 /** What one published snapshot was. */
@@ -461,7 +505,8 @@ export class Publisher {
         }
       }
     }
-    const optsKey = JSON.stringify([opts.model ?? "", opts.contextWindow ?? 0]);
+    const control = encodeControl(opts.control);
+    const optsKey = JSON.stringify([opts.model ?? "", opts.contextWindow ?? 0, control]);
     if (resent === 0 && same === msgs.length && msgs.length === prev.length && st.last && optsKey === st.lastOpts && !st.last.pending.settledWithError()) {
       const res = st.last.pending.result();
       return Pending.settledDuplicate({ ...res, duplicate: true, bodies: 0, bodyBytes: 0, resent: 0 });
@@ -503,6 +548,7 @@ export class Publisher {
     let data = head + `,"append":[` + append.map((e) => `{"id":${goString(e.id)},"h":"${e.h}"}`).join(",") + "]";
     if (opts.model) data += `,"model":${goString(opts.model)}`;
     if (opts.contextWindow && opts.contextWindow > 0) data += `,"context_window":${Math.floor(opts.contextWindow)}`;
+    if (control) data += `,"control":${control}`;
     data += `,"created_at":"${new Date().toISOString()}"}`;
     pend.res.full = full;
 

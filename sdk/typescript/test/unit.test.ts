@@ -11,6 +11,7 @@ import { repoRoot } from "./servers.js";
 import { decompress } from "fzstd";
 import {
   BoundaryMissingError,
+  encodeControl,
   encodeMessage,
   expandFooter,
   expandTool,
@@ -145,6 +146,16 @@ describe("protocol", () => {
     for (const bad of ['{"v":2}', '{"v":1,"tenant":"a.b"}', '{"v":1,"tenant":"t","conversation_id":"c","seq":2,"base":1,"keep":0,"append":[]}', "nope"]) {
       assert.throws(() => decodeManifest(Buffer.from(bad)), MalformedError, bad);
     }
+  });
+  it("encodes a snapshot's control as Go's briefd.Control and checks it", () => {
+    // Go: json.Marshal(briefd.Control{Mode: "now", TriggerFraction: 0.5, KeepTokens: 2000, Pin: []string{"m0001"}, Focus: "x <y>"})
+    const go = '{"mode":"now","trigger_fraction":0.5,"keep_tokens":2000,"pin":["m0001"],"focus":"x \\u003cy\\u003e"}';
+    assert.equal(encodeControl({ mode: "now", triggerFraction: 0.5, keepTokens: 2000, pin: ["m0001"], focus: "x <y>" }), go);
+    assert.equal(encodeControl({ mode: "auto" }), "");
+    assert.equal(encodeControl(undefined), "");
+    assert.throws(() => encodeControl({ mode: "later" as "now" }), RangeError);
+    assert.throws(() => encodeControl({ triggerFraction: 1.5 }), RangeError);
+    assert.throws(() => encodeControl({ keepTokens: -1 }), RangeError);
   });
   it("reads a zstd frame's declared size (a frame from klauspost/compress)", () => {
     const frame = Buffer.from("KLUv/WSIErUAAGhhYmNkZWZnaGlqa2xtAVQNBDB4AwE181ZR", "base64"); // Go: 5000 bytes
