@@ -241,13 +241,14 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 func buildModel(ctx context.Context, head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) (*model, error) {
 	if len(span) > 256 {
 		// Read in the cache first, checking ctx: build then hits it.
+		keepWarnings := taskMentionsWarnings(head)
 		for i := range span {
 			if i%32 == 0 && ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
 			if span[i].Role == briefd.RoleAssistant && cache != nil {
 				for k := range span[i].ToolCalls {
-					cache.step(&span[i].ToolCalls[k], resultOf(span, i, span[i].ToolCalls[k].ID), taskMentionsWarnings(head))
+					cache.step(&span[i].ToolCalls[k], resultOf(span, i, span[i].ToolCalls[k].ID), keepWarnings)
 				}
 			}
 		}

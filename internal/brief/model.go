@@ -866,6 +866,10 @@ func shortPath(p string) string { return p }
 // later) carried out: one that runs the program the intention names, or
 // shares two of its distinctive words, or its only one.
 func (m *model) markIntentions() {
+	labels := make([]string, len(m.steps))
+	for i, s := range m.steps {
+		labels[i] = strings.ToLower(s.f.call.label + " " + s.f.call.target)
+	}
 	for i := range m.intents {
 		in := &m.intents[i]
 		if in.done {
@@ -873,8 +877,12 @@ func (m *model) markIntentions() {
 		}
 		words := append(keyWords(in.text), lineNumbers(in.text)...)
 		low := strings.ToLower(in.text)
-		for _, s := range m.steps[min(in.n, len(m.steps)):] {
-			label := strings.ToLower(s.f.call.label + " " + s.f.call.target)
+		// An intention is carried out soon after it is stated, or not at
+		// all: the window keeps the pass linear on long spans.
+		from := min(in.n, len(m.steps))
+		to := min(from+intentWindow, len(m.steps))
+		for j := from; j < to; j++ {
+			label := labels[j]
 			score := 0
 			for _, w := range words {
 				if strings.Contains(label, w) {
@@ -884,7 +892,7 @@ func (m *model) markIntentions() {
 			if f := strings.Fields(label); len(f) > 0 && len(f[0]) >= 3 && containsWord(low, f[0]) {
 				score += 2
 			}
-			if verbMatches(low, s.f.call.kind) {
+			if verbMatches(low, m.steps[j].f.call.kind) {
 				score++
 			}
 			if score >= 2 || score == 1 && len(words) <= 1 {
@@ -894,6 +902,9 @@ func (m *model) markIntentions() {
 		}
 	}
 }
+
+// intentWindow is how many steps after an intention may carry it out.
+const intentWindow = 40
 
 // intentVerbs are the verbs an intention names a kind of step by.
 var intentVerbs = map[kind][]string{
