@@ -7,6 +7,7 @@
 //	publisher latest   print a conversation's latest briefing
 //	publisher splice   print a history file spliced with the latest briefing
 //	publisher load     play N concurrent agents and summarize throughput and latencies
+//	publisher nemesis  run servers and workers as processes, inject faults while agents publish, check the guarantees
 //
 // Every flag also reads a BRIEFD_* environment variable; flags win.
 package main
@@ -38,6 +39,8 @@ commands:
   latest   print a conversation's latest briefing
   splice   print a history file spliced with the conversation's latest briefing
   load     play N concurrent agents from a folder of histories; summary of throughput and latencies
+  nemesis  start nats-server, redis-server and workers as processes, kill, pause and restart them while
+           agents publish, then check that no snapshot was lost, regressed or poisoned
 
 Run 'publisher <command> -h' for the flags of a command.
 `
@@ -86,6 +89,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		cmd = &spliceCmd{}
 	case "load":
 		cmd = &loadCmd{}
+	case "nemesis":
+		cmd = &nemesisCmd{}
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
