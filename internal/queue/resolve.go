@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/briefd/briefd"
 	"github.com/klauspost/compress/zstd"
@@ -55,7 +57,7 @@ type Resolver struct {
 	cfg    Config
 	subj   Subjects
 	dec    *zstd.Decoder
-	lists  *lru[uint64, cachedList] // by snapshot stream sequence
+	lists  *lru[uint64, cachedList] // by snapshot stream sequence; bounded by bytes
 	bodies *lru[string, []byte]     // canonical bytes by body subject
 
 	mu            sync.Mutex
@@ -71,7 +73,7 @@ func NewResolver(js jetstream.JetStream, cfg Config) *Resolver {
 		zstd.WithDecoderMaxMemory(uint64(cfg.MaxBodyBytes)), zstd.WithDecoderMaxWindow(uint64(max(cfg.MaxBodyBytes, zstd.MinWindowSize))))
 	return &Resolver{
 		js: js, cfg: cfg, subj: cfg.subjects(), dec: dec,
-		lists:  newLRU[uint64, cachedList](cfg.ResolvedCache, nil),
+		lists:  newLRU[uint64, cachedList](cfg.ResolvedCacheBytes, cachedList.cost),
 		bodies: newLRU[string, []byte](cfg.BodyCacheBytes, func(b []byte) int { return len(b) }),
 	}
 }
@@ -143,6 +145,17 @@ type cachedList struct {
 	entries []Entry
 }
 
+// cost is what a cached list holds in memory: its entries' headers and
+// the bytes of their ids and hashes (counted in full, though lists of one
+// conversation share most of them, so the bound is an upper one).
+func (l cachedList) cost() int {
+	n := 64 + len(l.subject) + cap(l.entries)*int(unsafe.Sizeof(Entry{}))
+	for _, e := range l.entries {
+		n += len(e.ID) + len(e.Hash)
+	}
+	return n
+}
+
 // cached returns the list cached for the snapshot at streamSeq if it is
 // snapshot seq of subject.
 func (r *Resolver) cached(streamSeq uint64, subject string, seq uint64) ([]Entry, bool) {
@@ -153,7 +166,11 @@ func (r *Resolver) cached(streamSeq uint64, subject string, seq uint64) ([]Entry
 	return l.entries, true
 }
 
-// list resolves the base chain of man into its entry list.
+// list resolves the base chain of man into its entry list. The chain is
+// applied in one buffer, oldest link first, and only the snapshot's own
+// list is cached: the next snapshot of the conversation names it as its
+// base, while the lists in between are never asked for again, so a long
+// chain costs one list, not one per link.
 func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, man *Manifest) ([]Entry, error) {
 	if l, ok := r.cached(streamSeq, subject, man.Seq); ok {
 		return l, nil
@@ -162,11 +179,7 @@ func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, m
 	if err != nil {
 		return nil, err
 	}
-	type link struct {
-		seq uint64
-		m   *Manifest
-	}
-	chain := []link{{streamSeq, man}}
+	chain := []*Manifest{man}
 	var base []Entry
 	for cur := man; cur.Base != 0; {
 		if len(chain) > r.cfg.MaxChain {
@@ -193,22 +206,23 @@ func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, m
 		if bm.Seq != cur.Base {
 			return nil, malformed("snapshot %d: base stream seq %d holds snapshot %d, want %d", cur.Seq, cur.BaseStreamSeq, bm.Seq, cur.Base)
 		}
-		chain = append(chain, link{cur.BaseStreamSeq, bm})
+		chain = append(chain, bm)
 		cur = bm
 	}
+	// A cached base is shared: copy it before the links change it.
+	list := slices.Clone(base)
 	for i := len(chain) - 1; i >= 0; i-- {
-		m := chain[i].m
-		if m.Keep > len(base) {
-			return nil, malformed("snapshot %d keeps %d entries of a base of %d", m.Seq, m.Keep, len(base))
+		m := chain[i]
+		if m.Keep > len(list) {
+			return nil, malformed("snapshot %d keeps %d entries of a base of %d", m.Seq, m.Keep, len(list))
 		}
-		l := make([]Entry, 0, m.Keep+len(m.Append))
-		l = append(append(l, base[:m.Keep]...), m.Append...)
-		if chain[i].seq != 0 {
-			r.lists.add(chain[i].seq, cachedList{subject: subject, seq: m.Seq, entries: l})
-		}
-		base = l
+		list = append(list[:m.Keep], m.Append...)
 	}
-	return base, nil
+	list = slices.Clip(list)
+	if streamSeq != 0 {
+		r.lists.add(streamSeq, cachedList{subject: subject, seq: man.Seq, entries: list})
+	}
+	return list, nil
 }
 
 // rawBody is a body as fetched, before decoding: its payload, encoding and
