@@ -79,7 +79,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.auditReplicas, "audit-replicas", 0, "replicas of the audit stream (default --replicas)")
 	fs.IntVar(&q.TenantConcurrency, "tenant-concurrency", 0, "compactions one tenant may hold in this process while another tenant has work (default concurrency/2)")
 	fs.IntVar(&q.MaxRequeues, "max-requeues", 0, "redeliveries that are not attempts (shutdowns, deferrals) before a snapshot is dead-lettered anyway (default 50)")
-	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation in Redis; older ones are deleted (default 16)")
+	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation (Redis or key-value store); older ones are deleted (default 16)")
 	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
 	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "with --redis-wait-aof, also wait for this many replicas' append-only files")
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
@@ -299,7 +299,7 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, con
 		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix, TTL: f.briefingTTL,
 			MaxBoundaries: f.maxBoundaries, WaitAOF: f.redisWaitAOF, WaitReplicas: f.redisWaitReplicas}), func() { rdb.Close() }, nil
 	case "kv":
-		cfg := cache.KVConfig{Bucket: kvBucket(f.queue.Prefix), Replicas: f.queue.Replicas, TTL: f.briefingTTL}
+		cfg := cache.KVConfig{Bucket: kvBucket(f.queue.Prefix), Replicas: f.queue.Replicas, TTL: f.briefingTTL, MaxBoundaries: f.maxBoundaries}
 		open := cache.OpenKVStore
 		if configure {
 			open = cache.NewKVStore
