@@ -219,7 +219,7 @@ func TestHandOffRules(t *testing.T) {
 func histories(t testing.TB) map[string][]briefd.Message {
 	t.Helper()
 	out := map[string][]briefd.Message{}
-	for _, dir := range []string{"../../examples/histories", "../../../shared/data/histories"} {
+	for _, dir := range []string{"testdata", "../../examples/histories", "../../../shared/data/histories"} {
 		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 		for _, f := range files {
 			data, err := os.ReadFile(f)

@@ -17,12 +17,12 @@ import (
 
 // step is one tool call of the span with its result.
 type step struct {
-	n       int      // order in the span
-	ids     []string // the calling message and the result message
-	f       *stepFacts
-	failed  bool
-	said    string // the assistant text of the calling message (first call only)
-	react   string // the assistant text right after the result: what it made of it
+	n      int      // order in the span
+	ids    []string // the calling message and the result message
+	f      *stepFacts
+	failed bool
+	said   string // the assistant text of the calling message (first call only)
+	react  string // the assistant text right after the result: what it made of it
 	// reactWords are react's distinctive words, to find the output lines
 	// it refers to.
 	reactWords []string

@@ -71,7 +71,7 @@ var (
 	errorLineRe  = regexp.MustCompile(`(?i)^(?:error|fatal|panic)\b[:\s].*|.*\b(?:No such file or directory|command not found|Permission denied|Segmentation fault|cannot access|not recognized|Traceback)\b.*|^E\s{2,}\S.*|.*:\s*(?:error|Error):.*`)
 	missingRe    = regexp.MustCompile(`(?:cannot access|can't open|cannot open|No such file or directory:?|does not exist)[:\s]*'?"?([^'"\s:]+)?`)
 	titleRe      = regexp.MustCompile(`(?is)<title>\s*(.*?)\s*</title>`)
-	inputRe      = regexp.MustCompile(`(?i)<(?:input|textarea|select)\b[^>]*\bname=["']?([\w\-\[\]]+)["']?[^>]*>`)
+	inputRe      = regexp.MustCompile(`(?i)<(?:input|textarea|select)\b[^>]*\bname=(?:"([^"]+)"|'([^']+)'|([^\s>]+))[^>]*>`)
 	formRe       = regexp.MustCompile(`(?i)<form\b[^>]*>`)
 	tagRe        = regexp.MustCompile(`<[^>]{0,300}>`)
 	progressRe   = regexp.MustCompile(`^\s*(?:% Total|Dload|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s+\d+).*`)
@@ -101,7 +101,7 @@ func readOutput(text string, keepWarnings bool) output {
 		}
 		if formRe.MatchString(text) {
 			for _, m := range inputRe.FindAllStringSubmatch(headOf(text, 20000), 20) {
-				o.fields = appendNew(o.fields, m[1])
+				o.fields = appendNew(o.fields, m[1]+m[2]+m[3])
 			}
 		}
 	}
