@@ -12,9 +12,7 @@ import (
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/client"
-	"github.com/briefd/briefd/examples"
 	"github.com/briefd/briefd/internal/cache"
-	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/natstest"
 	"github.com/briefd/briefd/internal/queue"
 	"github.com/briefd/briefd/internal/redistest"
@@ -22,81 +20,6 @@ import (
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// corpus returns the messages of the embedded example histories, in order.
-func corpus(tb testing.TB) [][]briefd.Message {
-	tb.Helper()
-	hs, err := examples.Histories()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out := make([][]briefd.Message, len(hs))
-	for i, h := range hs {
-		out[i] = h.Messages
-	}
-	return out
-}
-
-// copyWithPrefix copies msgs with every message and tool call id prefixed,
-// so that repeated copies stay valid (ids unique, calls answered).
-func copyWithPrefix(msgs []briefd.Message, prefix string) []briefd.Message {
-	out := make([]briefd.Message, len(msgs))
-	for i, m := range msgs {
-		m.ID = prefix + m.ID
-		if m.ToolCallID != "" {
-			m.ToolCallID = prefix + m.ToolCallID
-		}
-		if len(m.ToolCalls) > 0 {
-			tcs := slices.Clone(m.ToolCalls)
-			for j := range tcs {
-				tcs[j].ID = prefix + tcs[j].ID
-			}
-			m.ToolCalls = tcs
-		}
-		out[i] = m
-	}
-	return out
-}
-
-// history builds a valid history of about tokens tokens (counted with
-// o200k_base) by concatenating copies of the example histories with fresh
-// ids, cut before an assistant message.
-func history(tb testing.TB, tokens int) []briefd.Message {
-	tb.Helper()
-	tc, err := compact.NewTokenCounter("gpt-4o", "", 4)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	n := 0
-	return build(tb, func(m *briefd.Message, _ int) bool {
-		n += tc.CountMessage(m)
-		return n >= tokens
-	})
-}
-
-// historyOf builds a valid history of about msgs messages the same way.
-func historyOf(tb testing.TB, msgs int) []briefd.Message {
-	return build(tb, func(_ *briefd.Message, have int) bool { return have >= msgs })
-}
-
-// build appends copies of the example messages until full reports true,
-// then stops before the next assistant message, so every call is answered.
-func build(tb testing.TB, full func(m *briefd.Message, have int) bool) []briefd.Message {
-	tb.Helper()
-	var out []briefd.Message
-	done := false
-	for rep := 0; ; rep++ {
-		for k, h := range corpus(tb) {
-			for _, m := range copyWithPrefix(h, "r"+strconv.Itoa(rep)+"h"+strconv.Itoa(k)+"-") {
-				if done && m.Role == briefd.RoleAssistant {
-					return out
-				}
-				out = append(out, m)
-				done = done || full(&out[len(out)-1], len(out))
-			}
-		}
-	}
-}
 
 // turn returns the messages of one agent turn: an assistant message with a
 // tool call and its result, about 150 tokens, with fresh ids.

@@ -124,12 +124,14 @@ type Config struct {
 	// PullMaxBytes, when > 0, bounds the pull in bytes instead of
 	// messages (the two are exclusive).
 	PullMaxBytes int
-	// ResolvedCacheBytes bounds the consumer's cache of resolved snapshot
-	// lists (LRU by bytes: a list of n entries costs about 32 bytes per
-	// entry plus its ids and hashes, ~60 bytes per message). The next
-	// snapshot of a conversation names its predecessor as its base, so one
-	// list per active conversation is what the cache needs. Default
-	// 16 MiB: 1,300 conversations of 200 messages, or 27 of 10,000.
+	// ResolvedCacheBytes bounds the consumer's cache of resolved lists
+	// (LRU by bytes): per conversation, the newest list it resolved with
+	// its messages decoded, about 1.1 times the history's JSON. The next
+	// snapshot of a conversation extends it, so the worker fetches and
+	// decodes only the messages a turn adds; a conversation whose list was
+	// evicted is resolved whole again. Size it to the histories of the
+	// conversations active at once. Default 256 MiB: about 500
+	// conversations of 100k tokens, or 50 of 1M.
 	ResolvedCacheBytes int
 	// BodyCacheBytes bounds the consumer's cache of bodies (LRU by bytes).
 	// Default 64 MiB.
@@ -167,7 +169,7 @@ const (
 	DefaultMaxAckPending  = 1000
 	DefaultConcurrency    = 4
 	DefaultMaxHandleTime  = 10 * time.Minute
-	DefaultResolvedCache  = 16 << 20
+	DefaultResolvedCache  = 256 << 20
 	DefaultBodyCacheBytes = 64 << 20
 	DefaultMaxChain       = 1024
 	DefaultMaxRequeues    = 50
