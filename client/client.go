@@ -292,10 +292,17 @@ func (c *Client) Tenant() string { return c.tenant }
 // Publish hands a snapshot of conversation conv (the whole history as the
 // agent holds it, spliced briefings included) to the publisher and returns
 // without waiting for the server: only messages not sent before for conv
-// are marshalled and sent. Publish keeps no reference to history's slice:
-// the agent may append to it, edit, drop or reorder messages as soon as
+// are marshalled and sent. Publish reads history only while it runs: the
+// agent may append to it, edit, drop or reorder messages as soon as
 // Publish returns (a snapshot names its ordered list of message ids, so the
 // next snapshot describes the change; an edited message is re-sent).
+//
+// A history that is the slice published last grown by append costs only
+// its new messages: Publish does not read its earlier messages again. So
+// edit or reorder published messages in a copy (slices.Clone(history)),
+// or publish the edited slice before appending to it; an edit made in
+// place and followed by an append is found only later (see
+// queue.Publisher).
 //
 // Publish checks only what is cheap: conv is a valid id and history is not
 // empty; the workers validate the conversation and reject a bad one to the
