@@ -30,8 +30,8 @@ type Pending struct {
 	// fullList. Both guarded by st.mu.
 	unsent   bool
 	fullList []byte
-	deps   []*Pending // the conversation's earlier snapshots still in flight at publish
-	st     *convState // its conversation, to re-send the manifest in order
+	deps     []*Pending // the conversation's earlier snapshots still in flight at publish
+	st       *convState // its conversation, to re-send the manifest in order
 
 	done chan struct{} // closed once settled
 	// Written by the owner only; read by others only after done.
