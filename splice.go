@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Wrapper tags around a spliced briefing.
@@ -35,22 +36,132 @@ var ErrNothingToSplice = errors.New("briefd: nothing before the boundary to repl
 // result is checked with [Validate]; a failure there (the agent's history
 // was already invalid) is returned with history unchanged.
 func Splice(history []Message, b *Briefing) ([]Message, error) {
-	if b == nil {
-		return history, errors.New("briefd: nil briefing")
+	at, err := boundary(history, b, -1)
+	if err != nil {
+		return history, err
+	}
+	out, _, _, err := spliceAt(history, b, at)
+	if err != nil {
+		return history, err
+	}
+	if err := Validate(out, Limits{}); err != nil {
+		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
+	}
+	return out, nil
+}
+
+// Splice is [Splice] for the history v validated: v must have added
+// exactly history's messages (it returns an error otherwise, and the error
+// v found if history is invalid). A valid history spliced stays valid but
+// for what splicing adds, so only that is checked: the briefing message
+// (its id unique, its text valid UTF-8, its size) and the history's total
+// size. It costs a copy of the kept messages, not a validation of them;
+// so an agent that validates its history as it grows (see [Validator])
+// splices each turn at the cost of the turn.
+func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
+	if v.err != nil {
+		return history, fmt.Errorf("briefd: history to splice is invalid: %w", v.err)
+	}
+	if len(history) != v.n {
+		return history, fmt.Errorf("briefd: the validator has seen %d messages, the history holds %d", v.n, len(history))
 	}
 	at := -1
-	for i := range history {
-		if history[i].ID == b.BoundaryID {
-			at = i
-			break
+	if b != nil {
+		at = v.Index(b.BoundaryID)
+	}
+	at, err := boundary(history, b, at)
+	if err != nil {
+		return history, err
+	}
+	out, pinned, pos, err := spliceAt(history, b, at)
+	if err != nil {
+		return history, err
+	}
+	if err := v.checkSeam(history, out, at, pos, pinned); err != nil {
+		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
+	}
+	return out, nil
+}
+
+// checkSeam checks what a splice of a valid history at adds: out holds the
+// pinned head, then the briefing message (at pos), then history[at:]. The head
+// holds no tool call or result (neither can be pinned) and every call
+// before at is answered before it, so pairs stay whole; ids stay unique
+// but for the briefing message's.
+func (v *Validator) checkSeam(history, out []Message, at, pos int, pinned func(int) bool) error {
+	bm := &out[pos]
+	bad := func(format string, args ...any) error {
+		return &ValidationError{MessageID: bm.ID, Index: pos, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(bm.ID) > v.lim.MaxIDLength:
+		return bad("id is %d bytes, more than the limit of %d", len(bm.ID), v.lim.MaxIDLength)
+	case !utf8.ValidString(bm.ID):
+		return bad("id is not valid UTF-8")
+	}
+	if j := v.Index(bm.ID); j >= 0 && (j >= at || pinned(j)) {
+		if j >= at {
+			// The later one is the history's message.
+			return &ValidationError{MessageID: bm.ID, Index: pos + 1 + j - at, Reason: fmt.Sprintf("duplicate id (first at #%d)", pos)}
+		}
+		first := 0 // j's place in the head
+		for i := range j {
+			if pinned(i) {
+				first++
+			}
+		}
+		return bad("duplicate id (first at #%d)", first)
+	}
+	if err := validUTF8(bm); err != "" {
+		return bad("%s is not valid UTF-8", err)
+	}
+	size := bm.Size()
+	if size > v.lim.MaxMessageBytes {
+		return bad("%d bytes, more than the limit of %d", size, v.lim.MaxMessageBytes)
+	}
+	if total := v.total + size; total > v.lim.MaxTotalBytes {
+		// The replaced messages count no more: add up what stays.
+		total = size
+		for i := range history {
+			if i >= at || pinned(i) {
+				total += history[i].Size()
+			}
+		}
+		if total > v.lim.MaxTotalBytes {
+			return &ValidationError{Index: -1, Reason: fmt.Sprintf("history reaches %d bytes, more than the limit of %d", total, v.lim.MaxTotalBytes)}
+		}
+	}
+	return nil
+}
+
+// boundary returns the index of b's boundary in history (at, when not
+// negative, is where to look first), or the error Splice returns.
+func boundary(history []Message, b *Briefing, at int) (int, error) {
+	if b == nil {
+		return -1, errors.New("briefd: nil briefing")
+	}
+	if at < 0 || at >= len(history) || history[at].ID != b.BoundaryID {
+		at = -1
+		for i := range history {
+			if history[i].ID == b.BoundaryID {
+				at = i
+				break
+			}
 		}
 	}
 	if at < 0 {
-		return history, fmt.Errorf("%w: %q (conversation %s)", ErrBoundaryMissing, b.BoundaryID, b.ConversationID)
+		return -1, fmt.Errorf("%w: %q (conversation %s)", ErrBoundaryMissing, b.BoundaryID, b.ConversationID)
 	}
 	if history[at].Role == RoleTool {
-		return history, fmt.Errorf("briefd: boundary %q is a tool result; splicing there would orphan it", b.BoundaryID)
+		return -1, fmt.Errorf("briefd: boundary %q is a tool result; splicing there would orphan it", b.BoundaryID)
 	}
+	return at, nil
+}
+
+// spliceAt builds the spliced history: the pinned head of history[:at],
+// b's message, history[at:]. It returns the head's Pinned and the
+// briefing message's index, or ErrNothingToSplice.
+func spliceAt(history []Message, b *Briefing, at int) ([]Message, func(int) bool, int, error) {
 	out := make([]Message, 0, len(history)-at+8)
 	replaced := 0
 	pinned := pinnedHead(history[:at])
@@ -62,14 +173,12 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 		}
 	}
 	if replaced == 0 {
-		return history, ErrNothingToSplice
+		return nil, nil, 0, ErrNothingToSplice
 	}
+	pos := len(out)
 	out = append(out, BriefingMessage(b))
 	out = append(out, history[at:]...)
-	if err := Validate(out, Limits{}); err != nil {
-		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
-	}
-	return out, nil
+	return out, pinned, pos, nil
 }
 
 // pinnedHead returns [Pinned] for msgs in O(1) per message: calling Pinned

@@ -17,12 +17,14 @@
 package client
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
@@ -171,6 +173,11 @@ type Client struct {
 
 	reportMu sync.Mutex // one error handler call at a time
 
+	// valid is Prepare's validation state per conversation (LRU).
+	validMu  sync.Mutex
+	valid    map[string]*validated
+	validLRU *list.List
+
 	mu       sync.Mutex
 	closed   bool
 	inflight int                    // buffer slots in use
@@ -246,14 +253,16 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
 	c := &Client{
-		tenant:  o.tenant,
-		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
-		log:     o.logger,
-		onError: o.onError,
-		watch:   o.watch,
-		buffer:  o.buffer,
-		byConv:  map[string][]*inflight{},
-		watches: map[string]*watched{},
+		tenant:   o.tenant,
+		pub:      queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
+		log:      o.logger,
+		onError:  o.onError,
+		watch:    o.watch,
+		buffer:   o.buffer,
+		byConv:   map[string][]*inflight{},
+		watches:  map[string]*watched{},
+		valid:    map[string]*validated{},
+		validLRU: list.New(),
 	}
 	// Read the streams' MaxAge and message size now, so that even the
 	// first snapshots follow the workers' configuration; the publisher
@@ -542,6 +551,12 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 // way, never a silent "no briefing". Errors: ErrInvalidID, ErrClosed, a
 // store error, or a splice error (the history is invalid); history is
 // returned with them.
+//
+// Prepare validates a conversation's history as it grows: on the slice it
+// saw last, grown by append, it checks the new messages only, and the
+// splice checks only what it adds (see briefd.Validator), so a turn costs
+// the turn, not the history. Another slice is validated whole; edit
+// messages it already saw in a copy, as for Publish.
 func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
 	var b *briefd.Briefing
 	if c.watch {
@@ -588,7 +603,7 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 	if b == nil {
 		return history, nil, nil
 	}
-	out, err := briefd.Splice(history, b)
+	out, err := c.splice(conv, history, b)
 	switch {
 	case errors.Is(err, briefd.ErrBoundaryMissing), errors.Is(err, briefd.ErrNothingToSplice):
 		return history, nil, nil
@@ -596,6 +611,93 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 		return history, nil, fmt.Errorf("client: prepare %s: %w", conv, err)
 	}
 	return out, b, nil
+}
+
+// splice splices b into history, validating only what changed since the
+// conversation's last Prepare: history is checked as it grows (see
+// briefd.Validator) and the splice checks only what it adds.
+func (c *Client) splice(conv string, history []briefd.Message, b *briefd.Briefing) ([]briefd.Message, error) {
+	c.validMu.Lock()
+	e, ok := c.valid[conv]
+	if ok {
+		c.validLRU.MoveToFront(e.elem)
+	} else {
+		e = &validated{conv: conv}
+		e.elem = c.validLRU.PushFront(e)
+		c.valid[conv] = e
+		for c.validLRU.Len() > maxValidated {
+			old := c.validLRU.Remove(c.validLRU.Back()).(*validated)
+			delete(c.valid, old.conv)
+		}
+	}
+	c.validMu.Unlock()
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.grown(history) {
+		e.v = briefd.NewValidator(briefd.Limits{})
+	}
+	if err := e.v.Add(history[e.v.Len():]...); err != nil {
+		// What the splice replaces may be what is wrong: splice and
+		// validate the result, as briefd.Splice does. Validated whole
+		// next time.
+		e.v = nil
+		return briefd.Splice(history, b)
+	}
+	e.seen(history)
+	return e.v.Splice(history, b)
+}
+
+// maxValidated bounds the conversations whose validation state a client
+// keeps (LRU); a forgotten one is validated whole on its next Prepare.
+const maxValidated = 4096
+
+// validated is what Prepare checked of a conversation's history: a
+// Validator that saw it, the address of the agent's slice, and its last
+// messages (held, so their strings stay what they were).
+type validated struct {
+	conv  string
+	elem  *list.Element
+	mu    sync.Mutex
+	v     *briefd.Validator
+	array uintptr
+	last  []briefd.Message
+}
+
+// grown reports whether history is the slice validated last grown by
+// append: the same array, longer, its last validated messages in place (a
+// truncation followed by appends rewrites them). Messages validated
+// before are not read again: like the publisher, Prepare takes an agent's
+// history as append-only unless it is another slice (see Client.Publish).
+func (e *validated) grown(history []briefd.Message) bool {
+	if e.v == nil || len(history) <= e.v.Len() || e.array != uintptr(unsafe.Pointer(unsafe.SliceData(history))) {
+		return false
+	}
+	n := e.v.Len()
+	for i, m := range e.last {
+		if !sameMessage(&m, &history[n-len(e.last)+i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// seen records history as validated.
+func (e *validated) seen(history []briefd.Message) {
+	e.array = uintptr(unsafe.Pointer(unsafe.SliceData(history)))
+	e.last = append(e.last[:0], history[max(0, len(history)-4):]...)
+}
+
+// sameMessage reports whether a and b hold the very same strings and
+// slices (it reads no string bytes).
+func sameMessage(a, b *briefd.Message) bool {
+	same := func(x, y string) bool {
+		return len(x) == len(y) && unsafe.StringData(x) == unsafe.StringData(y)
+	}
+	return same(a.ID, b.ID) && a.Role == b.Role && same(a.Content.Text, b.Content.Text) && same(a.ToolCallID, b.ToolCallID) &&
+		a.Pinned == b.Pinned && len(a.Metadata) == len(b.Metadata) &&
+		len(a.Content.Parts) == len(b.Content.Parts) && unsafe.SliceData(a.Content.Parts) == unsafe.SliceData(b.Content.Parts) &&
+		len(a.ToolCalls) == len(b.ToolCalls) && unsafe.SliceData(a.ToolCalls) == unsafe.SliceData(b.ToolCalls)
 }
 
 // Splice is [briefd.Splice]: history with every non-pinned message before
@@ -682,6 +784,12 @@ func (c *Client) Forget(conv string) {
 	w, ok := c.watches[conv]
 	delete(c.watches, conv)
 	c.mu.Unlock()
+	c.validMu.Lock()
+	if e, ok := c.valid[conv]; ok {
+		c.validLRU.Remove(e.elem)
+		delete(c.valid, conv)
+	}
+	c.validMu.Unlock()
 	if ok {
 		w.cancel()
 	}
