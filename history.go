@@ -144,6 +144,12 @@ type Validator struct {
 	pendingID   string
 	total       int
 	err         error
+	// pinned are the indexes of the pinned messages (see Pinned); user
+	// tells whether a user message (a briefing aside) was added.
+	pinned []int
+	user   bool
+	// wrapped is WrapBriefing(wrapFor), for Splice.
+	wrapFor, wrapped string
 }
 
 // NewValidator returns a Validator of an empty history.
@@ -266,6 +272,10 @@ func (v *Validator) add(m *Message) error {
 	v.seen[m.ID] = i
 	v.total += size
 	v.n++
+	if pinnedAt(m, !v.user) {
+		v.pinned = append(v.pinned, i)
+	}
+	v.user = v.user || m.Role == RoleUser && !m.IsBriefing()
 	return nil
 }
 

@@ -3,9 +3,11 @@ package briefd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Wrapper tags around a spliced briefing.
@@ -40,7 +42,7 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 	if err != nil {
 		return history, err
 	}
-	out, _, _, err := spliceAt(history, b, at)
+	out, _, err := spliceAt(history, pinnedIndexes(history[:at]), BriefingMessage(b), at)
 	if err != nil {
 		return history, err
 	}
@@ -73,11 +75,13 @@ func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
 	if err != nil {
 		return history, err
 	}
-	out, pinned, pos, err := spliceAt(history, b, at)
+	k, _ := slices.BinarySearch(v.pinned, at)
+	head := v.pinned[:k]
+	out, pos, err := spliceAt(history, head, v.briefingMessage(b), at)
 	if err != nil {
 		return history, err
 	}
-	if err := v.checkSeam(history, out, at, pos, pinned); err != nil {
+	if err := v.checkSeam(history, out, at, pos, head); err != nil {
 		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
 	}
 	return out, nil
@@ -88,7 +92,7 @@ func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
 // holds no tool call or result (neither can be pinned) and every call
 // before at is answered before it, so pairs stay whole; ids stay unique
 // but for the briefing message's.
-func (v *Validator) checkSeam(history, out []Message, at, pos int, pinned func(int) bool) error {
+func (v *Validator) checkSeam(history, out []Message, at, pos int, head []int) error {
 	bm := &out[pos]
 	bad := func(format string, args ...any) error {
 		return &ValidationError{MessageID: bm.ID, Index: pos, Reason: fmt.Sprintf(format, args...)}
@@ -99,18 +103,11 @@ func (v *Validator) checkSeam(history, out []Message, at, pos int, pinned func(i
 	case !utf8.ValidString(bm.ID):
 		return bad("id is not valid UTF-8")
 	}
-	if j := v.Index(bm.ID); j >= 0 && (j >= at || pinned(j)) {
-		if j >= at {
-			// The later one is the history's message.
-			return &ValidationError{MessageID: bm.ID, Index: pos + 1 + j - at, Reason: fmt.Sprintf("duplicate id (first at #%d)", pos)}
-		}
-		first := 0 // j's place in the head
-		for i := range j {
-			if pinned(i) {
-				first++
-			}
-		}
-		return bad("duplicate id (first at #%d)", first)
+	if j := v.Index(bm.ID); j >= at {
+		// The later one is the history's message.
+		return &ValidationError{MessageID: bm.ID, Index: pos + 1 + j - at, Reason: fmt.Sprintf("duplicate id (first at #%d)", pos)}
+	} else if k, kept := slices.BinarySearch(head, j); j >= 0 && kept {
+		return bad("duplicate id (first at #%d)", k)
 	}
 	if err := validUTF8(bm); err != "" {
 		return bad("%s is not valid UTF-8", err)
@@ -122,10 +119,11 @@ func (v *Validator) checkSeam(history, out []Message, at, pos int, pinned func(i
 	if total := v.total + size; total > v.lim.MaxTotalBytes {
 		// The replaced messages count no more: add up what stays.
 		total = size
-		for i := range history {
-			if i >= at || pinned(i) {
-				total += history[i].Size()
-			}
+		for _, i := range head {
+			total += history[i].Size()
+		}
+		for i := at; i < len(history); i++ {
+			total += history[i].Size()
 		}
 		if total > v.lim.MaxTotalBytes {
 			return &ValidationError{Index: -1, Reason: fmt.Sprintf("history reaches %d bytes, more than the limit of %d", total, v.lim.MaxTotalBytes)}
@@ -158,56 +156,65 @@ func boundary(history []Message, b *Briefing, at int) (int, error) {
 	return at, nil
 }
 
-// spliceAt builds the spliced history: the pinned head of history[:at],
-// b's message, history[at:]. It returns the head's Pinned and the
-// briefing message's index, or ErrNothingToSplice.
-func spliceAt(history []Message, b *Briefing, at int) ([]Message, func(int) bool, int, error) {
-	out := make([]Message, 0, len(history)-at+8)
-	replaced := 0
-	pinned := pinnedHead(history[:at])
-	for i := 0; i < at; i++ {
-		if pinned(i) {
-			out = append(out, history[i])
-		} else {
-			replaced++
-		}
+// spliceAt builds the spliced history: the messages of history at the
+// indexes head (the pinned head of history[:at], in order), the briefing
+// message bm, history[at:]. It returns the briefing message's index, or
+// ErrNothingToSplice.
+func spliceAt(history []Message, head []int, bm Message, at int) ([]Message, int, error) {
+	if len(head) == at {
+		return nil, 0, ErrNothingToSplice
 	}
-	if replaced == 0 {
-		return nil, nil, 0, ErrNothingToSplice
+	out := make([]Message, 0, len(head)+1+len(history)-at)
+	for _, i := range head {
+		out = append(out, history[i])
 	}
-	pos := len(out)
-	out = append(out, BriefingMessage(b))
+	out = append(out, bm)
 	out = append(out, history[at:]...)
-	return out, pinned, pos, nil
+	return out, len(head), nil
 }
 
-// pinnedHead returns [Pinned] for msgs in O(1) per message: calling Pinned
-// for every message would be quadratic when user messages come late.
-func pinnedHead(msgs []Message) func(i int) bool {
-	firstUser := -1
+// briefingMessage is BriefingMessage(b), with the wrapped text of the
+// briefing spliced last reused when b's text is the very same string (a
+// turn splices the briefing of the turn before, most of the time).
+func (v *Validator) briefingMessage(b *Briefing) Message {
+	if len(v.wrapFor) != len(b.Text) || unsafe.StringData(v.wrapFor) != unsafe.StringData(b.Text) || v.wrapped == "" {
+		v.wrapFor, v.wrapped = b.Text, WrapBriefing(b.Text)
+	}
+	return briefingMessage(b, v.wrapped)
+}
+
+// pinnedIndexes returns the indexes of the messages of msgs that are
+// [Pinned], in one pass (calling Pinned for each would be quadratic when
+// user messages come late).
+func pinnedIndexes(msgs []Message) []int {
+	var out []int
+	user := false
 	for i := range msgs {
-		if msgs[i].Role == RoleUser && !msgs[i].IsBriefing() {
-			firstUser = i
-			break
+		if pinnedAt(&msgs[i], !user) {
+			out = append(out, i)
 		}
+		user = user || msgs[i].Role == RoleUser && !msgs[i].IsBriefing()
 	}
-	return func(i int) bool {
-		m := &msgs[i]
-		if m.IsBriefing() {
-			return false
-		}
-		return m.Role == RoleSystem || m.Pinned || i == firstUser
-	}
+	return out
+}
+
+// pinnedAt is Pinned for m, firstUser telling whether no user message
+// (briefings aside) precedes it. The briefing check comes last: it is a
+// map lookup, and most messages are not pinned anyway.
+func pinnedAt(m *Message, firstUser bool) bool {
+	return (m.Role == RoleSystem || m.Pinned || m.Role == RoleUser && firstUser) && !m.IsBriefing()
 }
 
 // BriefingMessage returns the user message that carries b in a spliced
 // history. Its id is "briefing:" + the boundary id, and its Metadata marks
 // it for chained compaction.
-func BriefingMessage(b *Briefing) Message {
+func BriefingMessage(b *Briefing) Message { return briefingMessage(b, WrapBriefing(b.Text)) }
+
+func briefingMessage(b *Briefing, wrapped string) Message {
 	return Message{
 		ID:      "briefing:" + b.BoundaryID,
 		Role:    RoleUser,
-		Content: Text(WrapBriefing(b.Text)),
+		Content: Text(wrapped),
 		Metadata: map[string]string{
 			MetaKind:     KindBriefing,
 			MetaBoundary: b.BoundaryID,

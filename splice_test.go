@@ -58,15 +58,24 @@ func genValid(r *rand.Rand, steps int) []Message {
 	return msgs
 }
 
-func TestPinnedHeadMatchesPinned(t *testing.T) {
+// pinnedIndexes, and the Validator's record of pinned messages, agree
+// with Pinned.
+func TestPinnedIndexesMatchPinned(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		msgs := genValid(r, r.IntN(30))
-		pinned := pinnedHead(msgs)
+		var want []int
 		for i := range msgs {
-			if pinned(i) != Pinned(msgs, i) {
-				t.Fatalf("message %d of %v: pinnedHead %v", i, msgs, pinned(i))
+			if Pinned(msgs, i) {
+				want = append(want, i)
 			}
+		}
+		v := NewValidator(Limits{})
+		if err := v.Add(msgs...); err != nil {
+			t.Fatal(err)
+		}
+		if got := pinnedIndexes(msgs); !slices.Equal(got, want) || !slices.Equal(v.pinned, want) {
+			t.Fatalf("%v: pinnedIndexes %v, Validator %v, Pinned %v", msgs, got, v.pinned, want)
 		}
 	}
 }

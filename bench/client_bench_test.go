@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/briefd/briefd/internal/queue"
 	"github.com/briefd/briefd/internal/redistest"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -89,7 +91,9 @@ func BenchmarkPublishTurn(b *testing.B) {
 						b.Fatal(err)
 					}
 					conv++
-					h = slices.Clip(base)
+					// Room to grow, as an agent's slice has between two
+					// reallocations by append (one every ~n/4 appends).
+					h = append(make([]briefd.Message, 0, len(base)+2*turnsPerConversation), base...)
 					if err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h); err != nil {
 						b.Fatal(err)
 					}
@@ -117,10 +121,18 @@ func BenchmarkPublishTurn(b *testing.B) {
 	}
 }
 
-// BenchmarkLatestSplice measures the agent's next turn: Latest (a store
-// round trip) plus Splice of a 1000-message history, on the key-value
-// store and on Redis; and Prepare with WithWatch, which reads the watched
-// copy instead of the store.
+// BenchmarkLatestSplice measures the agent's next turn on a 1000-message
+// history, on the key-value store and on Redis:
+//
+//   - get: a raw read of the latest briefing's bytes (the floor: one
+//     round trip);
+//   - latest-splice: Client.Latest (the round trip and decoding) plus
+//     client.Splice, which validates the whole spliced history;
+//   - prepare: Client.Prepare without a watch, which is Latest plus a
+//     splice that checks only its seam, the history having been validated
+//     by the conversation's earlier Prepare (see briefd.Validator);
+//   - watch: Prepare with WithWatch, which reads the watched copy instead
+//     of the store.
 func BenchmarkLatestSplice(b *testing.B) {
 	h := historyOf(b, 1000)
 	at := 800
@@ -134,64 +146,92 @@ func BenchmarkLatestSplice(b *testing.B) {
 		Position: int64(at), Text: briefText, Tier: briefd.TierDeterministic}
 
 	stores := []struct {
-		name  string
-		watch bool
-		make  func(b *testing.B, srv *natstest.Server) (putter, []client.Option)
+		name string
+		make func(b *testing.B, srv *natstest.Server) (putter, []client.Option, rawGet)
 	}{
-		{"kv", false, kvStore},
-		{"redis", false, redisStore},
-		{"kv-watch", true, kvStore},
-		{"redis-watch", true, redisStore},
+		{"kv", kvStore},
+		{"redis", redisStore},
 	}
 	for _, st := range stores {
-		b.Run(st.name, func(b *testing.B) {
-			srv := natstest.Start(b)
-			nc, _ := srv.Connect(b)
-			store, opts := st.make(b, srv)
-			if _, err := store.Put(b.Context(), brief); err != nil {
-				b.Fatal(err)
-			}
-			if st.watch {
-				opts = append(opts, client.WithWatch())
-			}
-			c := newClient(b, nc, opts...)
-			ctx := b.Context()
-			// Warm up: the watch delivers the briefing.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				_, got, err := c.Prepare(ctx, "conv", h)
+		for _, mode := range []string{"get", "latest-splice", "prepare", "watch"} {
+			b.Run(st.name+"/"+mode, func(b *testing.B) {
+				srv := natstest.Start(b)
+				nc, _ := srv.Connect(b)
+				store, opts, get := st.make(b, srv)
+				if _, err := store.Put(b.Context(), brief); err != nil {
+					b.Fatal(err)
+				}
+				if mode == "watch" {
+					opts = append(opts, client.WithWatch())
+				}
+				c := newClient(b, nc, opts...)
+				ctx := b.Context()
+				// Warm up: the watch delivers the briefing; Prepare has
+				// seen the history.
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					_, got, err := c.Prepare(ctx, "conv", h)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got != nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatal("no briefing within 10s")
+					}
+					time.Sleep(time.Millisecond) // polling external state
+				}
+				raw, err := get(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if got != nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatal("no briefing within 10s")
-				}
-				time.Sleep(time.Millisecond) // polling external state
-			}
-			var lats []time.Duration
-			b.ReportAllocs()
-			for b.Loop() {
-				t0 := time.Now()
-				var out []briefd.Message
-				var err error
-				if st.watch {
-					out, _, err = c.Prepare(ctx, "conv", h)
-				} else {
-					var lb *briefd.Briefing
-					if lb, err = c.Latest(ctx, "conv"); err == nil {
-						out, err = client.Splice(h, lb)
+				// h grows by a turn per iteration, as an agent's history
+				// does between two Prepares; a fresh conversation every
+				// turnsPerConversation turns keeps it near 1000 messages.
+				var hist []briefd.Message
+				var lats []time.Duration
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if i%turnsPerConversation == 0 {
+						b.StopTimer()
+						// Room to grow, as an agent's slice has between
+						// two reallocations by append.
+						hist = append(make([]briefd.Message, 0, len(h)+2*turnsPerConversation), h...)
+						if _, _, err := c.Prepare(ctx, "conv", hist); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+					hist = append(hist, turn(i)...)
+					t0 := time.Now()
+					var out []briefd.Message
+					var err error
+					switch mode {
+					case "get":
+						var data []byte
+						data, err = get(ctx)
+						if len(data) != len(raw) {
+							b.Fatalf("read %d bytes, want %d", len(data), len(raw))
+						}
+						out = hist[:1]
+					case "latest-splice":
+						var lb *briefd.Briefing
+						if lb, err = c.Latest(ctx, "conv"); err == nil {
+							out, err = client.Splice(hist, lb)
+						}
+					default:
+						out, _, err = c.Prepare(ctx, "conv", hist)
+					}
+					lats = append(lats, time.Since(t0))
+					if err != nil || len(out) >= len(hist) {
+						b.Fatalf("splice: %v (%d messages)", err, len(out))
 					}
 				}
-				lats = append(lats, time.Since(t0))
-				if err != nil || len(out) >= len(h) {
-					b.Fatalf("splice: %v (%d messages)", err, len(out))
-				}
-			}
-			report(b, lats)
-		})
+				report(b, lats)
+				b.ReportMetric(float64(len(raw)), "briefing-bytes")
+			})
+		}
 	}
 }
 
@@ -200,18 +240,60 @@ type putter interface {
 	Put(ctx context.Context, b *briefd.Briefing) (bool, error)
 }
 
-func kvStore(b *testing.B, srv *natstest.Server) (putter, []client.Option) {
+// rawGet reads the bytes of the conversation's latest briefing without the
+// client: one store round trip.
+type rawGet func(ctx context.Context) ([]byte, error)
+
+func kvStore(b *testing.B, srv *natstest.Server) (putter, []client.Option, rawGet) {
 	_, js := srv.Connect(b)
 	s, err := cache.NewKVStore(b.Context(), js, cache.KVConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s, []client.Option{client.WithKV()}
+	var (
+		key string
+		kv  jetstream.KeyValue
+	)
+	get := func(ctx context.Context) ([]byte, error) {
+		if kv == nil {
+			if kv, err = js.KeyValue(ctx, "briefd_briefings"); err != nil {
+				return nil, err
+			}
+		}
+		if key == "" {
+			keys, err := kv.Keys(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range keys {
+				if strings.HasSuffix(k, ".latest") {
+					key = k
+				}
+			}
+		}
+		e, err := kv.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return e.Value(), nil
+	}
+	return s, []client.Option{client.WithKV()}, get
 }
 
-func redisStore(b *testing.B, _ *natstest.Server) (putter, []client.Option) {
+func redisStore(b *testing.B, _ *natstest.Server) (putter, []client.Option, rawGet) {
 	rdb := redistest.Start(b).Client(b)
-	return cache.NewRedisStore(rdb, cache.RedisConfig{}), []client.Option{client.WithRedis(rdb)}
+	var key string
+	get := func(ctx context.Context) ([]byte, error) {
+		if key == "" {
+			keys, err := rdb.Keys(ctx, "*:latest").Result()
+			if err != nil || len(keys) != 1 {
+				return nil, fmt.Errorf("latest keys %v: %v", keys, err)
+			}
+			key = keys[0]
+		}
+		return rdb.HGet(ctx, key, "briefing").Bytes()
+	}
+	return cache.NewRedisStore(rdb, cache.RedisConfig{}), []client.Option{client.WithRedis(rdb)}, get
 }
 
 // briefText is a briefing of a realistic size (about 6 KB).

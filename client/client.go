@@ -21,7 +21,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -73,6 +75,8 @@ var (
 // satisfy it.
 type store interface {
 	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
+	// LatestJSON returns the latest briefing's JSON as stored.
+	LatestJSON(ctx context.Context, tenant, conv string) ([]byte, error)
 	Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error)
 	// WatchErr is the error of the store's shared watch subscription
 	// while it is down, or nil.
@@ -173,10 +177,12 @@ type Client struct {
 
 	reportMu sync.Mutex // one error handler call at a time
 
-	// valid is Prepare's validation state per conversation (LRU).
-	validMu  sync.Mutex
-	valid    map[string]*validated
-	validLRU *list.List
+	// convs is what the client keeps of each conversation between turns
+	// (LRU); seed hashes briefings' JSON.
+	convMu  sync.Mutex
+	convs   map[string]*conversation
+	convLRU *list.List
+	seed    maphash.Seed
 
 	mu       sync.Mutex
 	closed   bool
@@ -253,16 +259,17 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
 	c := &Client{
-		tenant:   o.tenant,
-		pub:      queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
-		log:      o.logger,
-		onError:  o.onError,
-		watch:    o.watch,
-		buffer:   o.buffer,
-		byConv:   map[string][]*inflight{},
-		watches:  map[string]*watched{},
-		valid:    map[string]*validated{},
-		validLRU: list.New(),
+		tenant:  o.tenant,
+		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
+		log:     o.logger,
+		onError: o.onError,
+		watch:   o.watch,
+		buffer:  o.buffer,
+		byConv:  map[string][]*inflight{},
+		watches: map[string]*watched{},
+		convs:   map[string]*conversation{},
+		convLRU: list.New(),
+		seed:    maphash.MakeSeed(),
 	}
 	// Read the streams' MaxAge and message size now, so that even the
 	// first snapshots follow the workers' configuration; the publisher
@@ -499,7 +506,9 @@ func (c *Client) Flush(ctx context.Context) error {
 }
 
 // Latest returns the conversation's newest briefing from the store (always
-// a round trip; Prepare uses the watched copy when there is one). Errors:
+// a round trip; Prepare uses the watched copy when there is one). The
+// briefing read last for the conversation is not decoded again while the
+// store holds the same bytes: a turn costs the round trip. Errors:
 // ErrInvalidID, ErrNoBriefing, ErrClosed, or a wrapped store error.
 func (c *Client) Latest(ctx context.Context, conv string) (*briefd.Briefing, error) {
 	if !queue.ValidToken(conv) {
@@ -508,14 +517,37 @@ func (c *Client) Latest(ctx context.Context, conv string) (*briefd.Briefing, err
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	b, err := c.store.Latest(ctx, c.tenant, conv)
+	data, err := c.store.LatestJSON(ctx, c.tenant, conv)
 	if errors.Is(err, cache.ErrNotFound) {
 		return nil, fmt.Errorf("client: latest %s: %w", conv, ErrNoBriefing)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("client: latest %s: %w", conv, err)
 	}
+	b, err := c.conversation(conv).decode(c.seed, data)
+	if err != nil {
+		return nil, fmt.Errorf("client: latest %s: %w", conv, err)
+	}
 	return b, nil
+}
+
+// decode returns the briefing data holds: the one decoded last, copied,
+// when data is the same (a briefing changes once in many turns).
+func (e *conversation) decode(seed maphash.Seed, data []byte) (*briefd.Briefing, error) {
+	sum := maphash.Bytes(seed, data)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.latest == nil || e.latestSum != sum || e.latestLen != len(data) {
+		b, err := cache.Decode(data)
+		if err != nil {
+			return nil, err
+		}
+		e.latest, e.latestSum, e.latestLen = b, sum, len(data)
+	}
+	b := *e.latest
+	b.CompactedIDs = slices.Clone(b.CompactedIDs)
+	b.Structured = slices.Clone(b.Structured)
+	return &b, nil
 }
 
 // Watch returns a channel that delivers the conversation's current latest
@@ -617,21 +649,7 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 // conversation's last Prepare: history is checked as it grows (see
 // briefd.Validator) and the splice checks only what it adds.
 func (c *Client) splice(conv string, history []briefd.Message, b *briefd.Briefing) ([]briefd.Message, error) {
-	c.validMu.Lock()
-	e, ok := c.valid[conv]
-	if ok {
-		c.validLRU.MoveToFront(e.elem)
-	} else {
-		e = &validated{conv: conv}
-		e.elem = c.validLRU.PushFront(e)
-		c.valid[conv] = e
-		for c.validLRU.Len() > maxValidated {
-			old := c.validLRU.Remove(c.validLRU.Back()).(*validated)
-			delete(c.valid, old.conv)
-		}
-	}
-	c.validMu.Unlock()
-
+	e := c.conversation(conv)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.grown(history) {
@@ -648,20 +666,45 @@ func (c *Client) splice(conv string, history []briefd.Message, b *briefd.Briefin
 	return e.v.Splice(history, b)
 }
 
-// maxValidated bounds the conversations whose validation state a client
-// keeps (LRU); a forgotten one is validated whole on its next Prepare.
-const maxValidated = 4096
+// conversation returns what the client keeps of conv between turns.
+func (c *Client) conversation(conv string) *conversation {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	if e, ok := c.convs[conv]; ok {
+		c.convLRU.MoveToFront(e.elem)
+		return e
+	}
+	e := &conversation{conv: conv}
+	e.elem = c.convLRU.PushFront(e)
+	c.convs[conv] = e
+	for c.convLRU.Len() > maxConversations {
+		old := c.convLRU.Remove(c.convLRU.Back()).(*conversation)
+		delete(c.convs, old.conv)
+	}
+	return e
+}
 
-// validated is what Prepare checked of a conversation's history: a
-// Validator that saw it, the address of the agent's slice, and its last
-// messages (held, so their strings stay what they were).
-type validated struct {
+// maxConversations bounds the conversations whose state between turns a
+// client keeps (LRU); a forgotten one's next Prepare validates its
+// history whole and decodes its briefing.
+const maxConversations = 4096
+
+// conversation is what the client keeps of a conversation between turns:
+// what Prepare validated of its history (a Validator that saw it, the
+// address of the agent's slice, its last messages, held so that their
+// strings stay what they were), and the latest briefing read (decoded,
+// with a hash of its JSON).
+type conversation struct {
 	conv  string
 	elem  *list.Element
 	mu    sync.Mutex
 	v     *briefd.Validator
 	array uintptr
 	last  []briefd.Message
+
+	latest    *briefd.Briefing
+	latestSum uint64
+	latestLen int
 }
 
 // grown reports whether history is the slice validated last grown by
@@ -669,7 +712,7 @@ type validated struct {
 // truncation followed by appends rewrites them). Messages validated
 // before are not read again: like the publisher, Prepare takes an agent's
 // history as append-only unless it is another slice (see Client.Publish).
-func (e *validated) grown(history []briefd.Message) bool {
+func (e *conversation) grown(history []briefd.Message) bool {
 	if e.v == nil || len(history) <= e.v.Len() || e.array != uintptr(unsafe.Pointer(unsafe.SliceData(history))) {
 		return false
 	}
@@ -683,7 +726,7 @@ func (e *validated) grown(history []briefd.Message) bool {
 }
 
 // seen records history as validated.
-func (e *validated) seen(history []briefd.Message) {
+func (e *conversation) seen(history []briefd.Message) {
 	e.array = uintptr(unsafe.Pointer(unsafe.SliceData(history)))
 	e.last = append(e.last[:0], history[max(0, len(history)-4):]...)
 }
@@ -784,12 +827,12 @@ func (c *Client) Forget(conv string) {
 	w, ok := c.watches[conv]
 	delete(c.watches, conv)
 	c.mu.Unlock()
-	c.validMu.Lock()
-	if e, ok := c.valid[conv]; ok {
-		c.validLRU.Remove(e.elem)
-		delete(c.valid, conv)
+	c.convMu.Lock()
+	if e, ok := c.convs[conv]; ok {
+		c.convLRU.Remove(e.elem)
+		delete(c.convs, conv)
 	}
-	c.validMu.Unlock()
+	c.convMu.Unlock()
 	if ok {
 		w.cancel()
 	}

@@ -687,3 +687,36 @@ func TestPrepareValidatesTheTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Latest decodes a briefing once, and sees the next one: each call gets
+// its own copy.
+func TestLatestDecodesOnce(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithTenant("t1"))
+	put := func(boundary string, pos int64) {
+		t.Helper()
+		if _, err := store.Put(t.Context(), &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: boundary,
+			Position: pos, Text: "brief " + boundary, CompactedIDs: []string{"m1", "m2"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a2", 6)
+	first, err := c.Latest(t.Context(), "conv")
+	if err != nil || first.BoundaryID != "a2" {
+		t.Fatalf("Latest = %v, %v", first, err)
+	}
+	first.CompactedIDs[0] = "changed by the caller"
+	again, err := c.Latest(t.Context(), "conv")
+	if err != nil || again == first || again.CompactedIDs[0] != "m1" || again.Text != "brief a2" {
+		t.Fatalf("Latest again = %+v, %v", again, err)
+	}
+	put("a4", 10)
+	next, err := c.Latest(t.Context(), "conv")
+	if err != nil || next.BoundaryID != "a4" || next.Text != "brief a4" {
+		t.Fatalf("Latest after a new briefing = %+v, %v", next, err)
+	}
+}

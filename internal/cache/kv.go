@@ -280,6 +280,12 @@ func (s *KVStore) Latest(ctx context.Context, tenant, conv string) (*briefd.Brie
 	return s.get(ctx, kvLatestKey(tenant, conv), "latest", ref(tenant, conv, ""))
 }
 
+// LatestJSON returns the JSON of the conversation's newest briefing as
+// stored (see Decode), or ErrNotFound.
+func (s *KVStore) LatestJSON(ctx context.Context, tenant, conv string) ([]byte, error) {
+	return s.getJSON(ctx, kvLatestKey(tenant, conv), "latest", ref(tenant, conv, ""))
+}
+
 // Get returns the conversation's briefing for the given boundary id, or
 // ErrNotFound.
 func (s *KVStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error) {
@@ -287,6 +293,18 @@ func (s *KVStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*br
 }
 
 func (s *KVStore) get(ctx context.Context, key, op, what string) (*briefd.Briefing, error) {
+	data, err := s.getJSON(ctx, key, op, what)
+	if err != nil {
+		return nil, err
+	}
+	b, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
+	}
+	return b, nil
+}
+
+func (s *KVStore) getJSON(ctx context.Context, key, op, what string) ([]byte, error) {
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("cache: %s %s: %w", op, what, ErrNotFound)
@@ -294,9 +312,5 @@ func (s *KVStore) get(ctx context.Context, key, op, what string) (*briefd.Briefi
 	if err != nil {
 		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
 	}
-	b, err := decode(e.Value())
-	if err != nil {
-		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
-	}
-	return b, nil
+	return e.Value(), nil
 }
