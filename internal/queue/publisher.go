@@ -537,7 +537,14 @@ func entriesOf(list []pubEntry) []Entry {
 	return out
 }
 
+// commonPrefix returns the length of the longest common prefix of two
+// lists. A list on the same array as a longer one is its prefix: a
+// conversation's lists grow in place, each slot written once (a change
+// other than an append makes a new array).
 func commonPrefix(a, b []pubEntry) int {
+	if len(a) > 0 && len(a) <= len(b) && &a[0] == &b[0] {
+		return len(a)
+	}
 	n := 0
 	for n < len(a) && n < len(b) && a[n].Entry == b[n].Entry {
 		n++
