@@ -42,6 +42,8 @@ type Engine struct {
 	steps *brief.Cache
 	// brief writes the deterministic briefing; brief.Write except in tests.
 	brief func(context.Context, brief.Input) (*brief.Draft, error)
+	// memos remembers the conversations compacted (see WithMemo).
+	memos *memos
 }
 
 // Option configures an Engine.
@@ -57,6 +59,22 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.logger = l }
 // WithClock sets the clock that stamps briefings. Default: time.Now.
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
+// WithMemo sets how many messages the engine remembers, over all the
+// conversations it compacts (LRU by conversation), so that a history
+// grown by a turn costs the turn: the messages of the history compacted
+// last (copies of their headers, which keep their strings), their token
+// counts, their validation and checkpoints of the span hash. Each costs
+// about 250 bytes beside its strings. Zero or less: none. Default
+// DefaultMemoMessages.
+func WithMemo(messages int) Option {
+	return func(e *Engine) {
+		e.memos = nil
+		if messages > 0 {
+			e.memos = newMemos(messages)
+		}
+	}
+}
+
 // WithTokenCounter makes the engine use c (and its caches), for example
 // to share one counter between engines with the same encoding. c must use
 // the config's encoding and overhead.
@@ -68,7 +86,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0)}
+	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0), memos: newMemos(DefaultMemoMessages)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -158,14 +176,14 @@ type Result struct {
 func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	msgs := req.Messages
 	log := e.logger.With("conversation", req.ConversationID)
-	if err := briefd.Validate(msgs, e.cfg.Limits); err != nil {
+	kn, err := e.prepare(ctx, req)
+	switch {
+	case errors.Is(err, briefd.ErrInvalidHistory):
 		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
-	}
-
-	counts, total, err := e.countMessages(ctx, msgs)
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("compact: conversation %q: count tokens: %w", req.ConversationID, err)
 	}
+	counts, total := kn.counts, kn.total
 	res := &Result{Boundary: -1, Messages: msgs, TokensBefore: total}
 	notCompacted := func(reason string) (*Result, error) {
 		res.Reason = reason
@@ -213,7 +231,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		Structured:     draft.Structured,
 		Tier:           briefd.TierDeterministic,
 		EngineVersion:  EngineVersion,
-		InputHash:      SpanHash(span),
+		InputHash:      kn.spanHash(msgs, pinned, at.index),
 		Depth:          depth(draft.Depth, span, prev),
 		CompactedIDs:   ids(span),
 		TokensBefore:   total,
@@ -261,7 +279,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 			ErrNoBoundary, b.TokensAfter, total, spanTokens, b.BriefingTokens))
 	}
 
-	spliced, err := briefd.Splice(msgs, b)
+	spliced, err := kn.splice(msgs, b)
 	if err != nil {
 		// The boundary rules make this unreachable on a valid history.
 		return nil, fmt.Errorf("compact: conversation %q: splice at %s: %w", req.ConversationID, b.BoundaryID, err)
@@ -273,12 +291,16 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// countMessages counts every message; a long one stops counting as soon
-// as ctx ends.
-func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]int, int, error) {
-	counts := make([]int, len(msgs))
+// countMessages returns the counts of msgs and their total: known counts
+// the first messages already (it is appended to), the rest are counted;
+// a long one stops counting as soon as ctx ends.
+func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message, known []int) ([]int, int, error) {
+	counts := known
 	total := 0
-	for i := range msgs {
+	for _, n := range known {
+		total += n
+	}
+	for i := len(known); i < len(msgs); i++ {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, context.Cause(ctx)
@@ -288,7 +310,7 @@ func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]in
 		if err != nil {
 			return nil, 0, err
 		}
-		counts[i] = n
+		counts = append(counts, n)
 		total += n
 	}
 	return counts, total, nil

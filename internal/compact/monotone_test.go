@@ -28,7 +28,7 @@ func TestBoundaryMonotone(t *testing.T) {
 	}
 	cuts := 0
 	for _, h := range hs {
-		counts, _, err := e.countMessages(t.Context(), h.Messages)
+		counts, _, err := e.countMessages(t.Context(), h.Messages, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
