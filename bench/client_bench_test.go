@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -67,58 +68,125 @@ const turnsPerConversation = 128
 // BenchmarkPublishTurn measures client.Publish on the agent's hot path:
 // one turn (an assistant message and its tool result) appended to a history
 // of about 1k, 100k and 1M tokens that was published before. Each
-// conversation's first publish (all bodies, plus a read of its last
-// snapshot number) is not timed. p50-ns and p99-ns are per-turn latencies.
+// conversation's first publish (all bodies) is not timed, nor the wait for
+// each turn's acks (an agent's turns are seconds apart). p50-ns and p99-ns
+// are per-turn latencies.
+//
+// raw is the floor: the same turn's bytes (its two bodies, marshalled
+// beforehand, and a delta manifest of the usual size) handed to
+// JetStream's asynchronous publish, with nothing else done.
 func BenchmarkPublishTurn(b *testing.B) {
 	for _, size := range []int{1_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("tokens=%d", size), func(b *testing.B) {
-			base := history(b, size)
-			srv := natstest.Start(b)
-			nc, js := srv.Connect(b)
-			if err := queue.EnsureStreams(b.Context(), js, queue.Config{}); err != nil {
-				b.Fatal(err)
-			}
-			c := newClient(b, nc)
-			ctx := b.Context()
-			var lats []time.Duration
-			var h []briefd.Message
-			conv, i := 0, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if i%turnsPerConversation == 0 {
+		for _, mode := range []string{"client", "raw"} {
+			b.Run(fmt.Sprintf("tokens=%d/%s", size, mode), func(b *testing.B) {
+				base := history(b, size)
+				srv := natstest.Start(b)
+				nc, js := srv.Connect(b)
+				if err := queue.EnsureStreams(b.Context(), js, queue.Config{}); err != nil {
+					b.Fatal(err)
+				}
+				c := newClient(b, nc)
+				ctx := b.Context()
+				var lats []time.Duration
+				var h []briefd.Message
+				conv, i := 0, 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if i%turnsPerConversation == 0 {
+						b.StopTimer()
+						if err := c.Flush(ctx); err != nil {
+							b.Fatal(err)
+						}
+						conv++
+						// Room to grow, as an agent's slice has between two
+						// reallocations by append (one every ~n/4 appends).
+						h = append(make([]briefd.Message, 0, len(base)+2*turnsPerConversation), base...)
+						if err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h); err != nil {
+							b.Fatal(err)
+						}
+						if err := c.Flush(ctx); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+					t := turn(i)
+					h = append(h, t...)
+					if mode == "raw" {
+						b.StopTimer()
+						msgs := rawTurn(b, "bench-"+strconv.Itoa(conv), i, t)
+						b.StartTimer()
+						t0 := time.Now()
+						for _, m := range msgs {
+							if _, err := js.PublishMsgAsync(m); err != nil {
+								b.Fatal(err)
+							}
+						}
+						lats = append(lats, time.Since(t0))
+						b.StopTimer()
+						select {
+						case <-js.PublishAsyncComplete():
+						case <-time.After(10 * time.Second):
+							b.Fatal("acks not in within 10s")
+						}
+						b.StartTimer()
+						i++
+						continue
+					}
+					t0 := time.Now()
+					err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h)
+					lats = append(lats, time.Since(t0))
+					if err != nil {
+						b.Fatal(err)
+					}
+					// Untimed: an agent's turns are seconds apart, so the
+					// acks are in before its next publish.
 					b.StopTimer()
 					if err := c.Flush(ctx); err != nil {
 						b.Fatal(err)
 					}
-					conv++
-					// Room to grow, as an agent's slice has between two
-					// reallocations by append (one every ~n/4 appends).
-					h = append(make([]briefd.Message, 0, len(base)+2*turnsPerConversation), base...)
-					if err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h); err != nil {
-						b.Fatal(err)
-					}
-					if err := c.Flush(ctx); err != nil {
-						b.Fatal(err)
-					}
 					b.StartTimer()
+					i++
 				}
-				h = append(h, turn(i)...)
-				t0 := time.Now()
-				err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h)
-				lats = append(lats, time.Since(t0))
-				if err != nil {
+				b.StopTimer()
+				if err := c.Flush(ctx); err != nil {
 					b.Fatal(err)
 				}
-				i++
-			}
-			b.StopTimer()
-			if err := c.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			report(b, lats)
-			b.ReportMetric(float64(len(base)), "base-msgs")
-		})
+				report(b, lats)
+				b.ReportMetric(float64(len(base)), "base-msgs")
+			})
+		}
 	}
+}
+
+// rawTurn returns the messages a client publishes for one turn of conv:
+// the bodies of msgs and a delta manifest naming them.
+func rawTurn(b *testing.B, conv string, i int, msgs []briefd.Message) []*nats.Msg {
+	var out []*nats.Msg
+	man := queue.Manifest{V: queue.Version, Tenant: client.DefaultTenant, ConversationID: conv, Seq: uint64(1e15) + uint64(i) + 1,
+		Base: uint64(1e15) + uint64(i), BaseStreamSeq: 1, Keep: 1000, CreatedAt: time.Now()}
+	for _, m := range msgs {
+		body, err := json.Marshal(&m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hash := queue.BodyHash(body)
+		subj := queue.Subjects{Prefix: queue.DefaultPrefix}.Body(client.DefaultTenant, conv, hash)
+		msg := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{}}
+		msg.Header.Set(queue.HeaderVersion, "1")
+		msg.Header.Set(queue.HeaderContentType, queue.ContentTypeJSON)
+		msg.Header.Set(queue.HeaderMsgID, client.DefaultTenant+"."+conv+"."+hash)
+		out = append(out, msg)
+		man.Append = append(man.Append, queue.Entry{ID: m.ID, Hash: hash})
+	}
+	data, err := json.Marshal(&man)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: queue.Subjects{Prefix: queue.DefaultPrefix}.Snapshot(client.DefaultTenant, conv), Data: data, Header: nats.Header{}}
+	msg.Header.Set(queue.HeaderVersion, "1")
+	msg.Header.Set(queue.HeaderContentType, queue.ContentTypeJSON)
+	msg.Header.Set(queue.HeaderMsgID, client.DefaultTenant+"."+conv+"."+strconv.FormatUint(man.Seq, 10))
+	return append(out, msg)
 }
 
 // BenchmarkLatestSplice measures the agent's next turn on a 1000-message
