@@ -126,7 +126,7 @@ type Config struct {
 	PullMaxBytes int
 	// ResolvedCacheBytes bounds the consumer's cache of resolved lists
 	// (LRU by bytes): per conversation, the newest list it resolved with
-	// its messages decoded, about 1.1 times the history's JSON. The next
+	// its messages decoded, about 1.2 times the history's JSON. The next
 	// snapshot of a conversation extends it, so the worker fetches and
 	// decodes only the messages a turn adds; a conversation whose list was
 	// evicted is resolved whole again. Size it to the histories of the
