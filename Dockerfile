@@ -10,6 +10,9 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/briefd-worker ./cm
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/
 USER nonroot:nonroot
+# In a container the metrics and health endpoints must be reachable from
+# outside it (the binary's own default is loopback).
+ENV BRIEFD_HTTP_ADDR=:9090
 EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/briefd-worker"]
 CMD ["run"]

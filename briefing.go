@@ -43,6 +43,11 @@ type Briefing struct {
 	// CompactedIDs are the ids of the messages the briefing replaces, in
 	// order (an earlier briefing message included).
 	CompactedIDs []string `json:"compacted_ids"`
+	// PinnedIDs are messages before the boundary that stay verbatim
+	// because the snapshot's [Control] pinned them by id (messages pinned
+	// by the usual rule, see [Pinned], are not listed): [Splice] keeps
+	// them before the briefing, with the pinned head.
+	PinnedIDs []string `json:"pinned_ids,omitempty"`
 	// TokensBefore and TokensAfter count the whole history before and
 	// after the splice.
 	TokensBefore int `json:"tokens_before"`

@@ -74,4 +74,20 @@ func TestNATSTenantPermissions(t *testing.T) {
 	if _, err := st.GetLastMsgForSubject(ctx(), "briefd.snap.globex.c1"); err == nil {
 		t.Fatal("acme read globex's snapshot")
 	}
+	// The expand tool reads bodies by subject: its own only.
+	for _, subj := range []string{"briefd.body.acme.c1.h", "briefd.body.globex.c1.h"} {
+		if _, err := wjs.Publish(t.Context(), subj, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bodies, err := ajs.Stream(ctx(), "BRIEFD_BODIES")
+	if err != nil {
+		t.Fatalf("acme reading the body stream's info: %v", err)
+	}
+	if _, err := bodies.GetLastMsgForSubject(ctx(), "briefd.body.acme.c1.h"); err != nil {
+		t.Fatalf("acme reading its own body: %v", err)
+	}
+	if _, err := bodies.GetLastMsgForSubject(ctx(), "briefd.body.globex.c1.h"); err == nil {
+		t.Fatal("acme read globex's body")
+	}
 }

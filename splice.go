@@ -29,8 +29,9 @@ var ErrNothingToSplice = errors.New("briefd: nothing before the boundary to repl
 
 // Splice returns history with every non-pinned message before b's boundary
 // replaced by one user message holding the briefing inside
-// <compacted-history> tags. The result is the pinned head (see [Pinned]) in
-// its order, the briefing message, then every message from the boundary on.
+// <compacted-history> tags. The result is the pinned head (see [Pinned],
+// and the messages named by b.PinnedIDs) in its order, the briefing
+// message, then every message from the boundary on.
 //
 // Splice never modifies history. When the boundary is missing it returns
 // history itself and an error wrapping [ErrBoundaryMissing]; when nothing
@@ -42,7 +43,7 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 	if err != nil {
 		return history, err
 	}
-	out, _, err := spliceAt(history, pinnedIndexes(history[:at]), BriefingMessage(b), at)
+	out, _, err := spliceAt(history, pinnedIndexes(history[:at], b.PinnedIDs), BriefingMessage(b), at)
 	if err != nil {
 		return history, err
 	}
@@ -59,7 +60,9 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 // (its id unique, its text valid UTF-8, its size) and the history's total
 // size. It costs a copy of the kept messages, not a validation of them;
 // so an agent that validates its history as it grows (see [Validator])
-// splices each turn at the cost of the turn.
+// splices each turn at the cost of the turn. (A briefing whose PinnedIDs
+// keep a tool call or result before the boundary, which may then lose its
+// pair, has the result validated whole, as Splice does.)
 func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
 	if v.err != nil {
 		return history, fmt.Errorf("briefd: history to splice is invalid: %w", v.err)
@@ -77,21 +80,39 @@ func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
 	}
 	k, _ := slices.BinarySearch(v.pinned, at)
 	head := v.pinned[:k]
+	whole := false // a kept tool call or result: validate the result whole
+	if len(b.PinnedIDs) > 0 {
+		head = slices.Clone(head)
+		for _, id := range b.PinnedIDs {
+			if i := v.Index(id); i >= 0 && i < at && !history[i].IsBriefing() {
+				if j, dup := slices.BinarySearch(head, i); !dup {
+					head = slices.Insert(head, j, i)
+					whole = whole || history[i].Role == RoleTool || len(history[i].ToolCalls) > 0
+				}
+			}
+		}
+	}
 	out, pos, err := spliceAt(history, head, v.briefingMessage(b), at)
 	if err != nil {
 		return history, err
 	}
-	if err := v.checkSeam(history, out, at, pos, head); err != nil {
+	if whole {
+		err = Validate(out, v.lim)
+	} else {
+		err = v.checkSeam(history, out, at, pos, head)
+	}
+	if err != nil {
 		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
 	}
 	return out, nil
 }
 
 // checkSeam checks what a splice of a valid history at adds: out holds the
-// pinned head, then the briefing message (at pos), then history[at:]. The head
-// holds no tool call or result (neither can be pinned) and every call
-// before at is answered before it, so pairs stay whole; ids stay unique
-// but for the briefing message's.
+// pinned head, then the briefing message (at pos), then history[at:]. The
+// head holds no tool call or result (neither can be pinned, and Splice
+// validates whole a result whose PinnedIDs keep one) and every call before
+// at is answered before it, so pairs stay whole; ids stay unique but for
+// the briefing message's.
 func (v *Validator) checkSeam(history, out []Message, at, pos int, head []int) error {
 	bm := &out[pos]
 	bad := func(format string, args ...any) error {
@@ -184,13 +205,20 @@ func (v *Validator) briefingMessage(b *Briefing) Message {
 }
 
 // pinnedIndexes returns the indexes of the messages of msgs that are
-// [Pinned], in one pass (calling Pinned for each would be quadratic when
-// user messages come late).
-func pinnedIndexes(msgs []Message) []int {
+// [Pinned] or named by ids (a briefing never is), in one pass (calling
+// Pinned for each would be quadratic when user messages come late).
+func pinnedIndexes(msgs []Message, ids []string) []int {
+	var byID map[string]bool
+	if len(ids) > 0 {
+		byID = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			byID[id] = true
+		}
+	}
 	var out []int
 	user := false
 	for i := range msgs {
-		if pinnedAt(&msgs[i], !user) {
+		if pinnedAt(&msgs[i], !user) || byID[msgs[i].ID] && !msgs[i].IsBriefing() {
 			out = append(out, i)
 		}
 		user = user || msgs[i].Role == RoleUser && !msgs[i].IsBriefing()
@@ -212,7 +240,7 @@ func BriefingMessage(b *Briefing) Message { return briefingMessage(b, WrapBriefi
 
 func briefingMessage(b *Briefing, wrapped string) Message {
 	return Message{
-		ID:      "briefing:" + b.BoundaryID,
+		ID:      BriefingIDPrefix + b.BoundaryID,
 		Role:    RoleUser,
 		Content: Text(wrapped),
 		Metadata: map[string]string{

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestPinnedIndexesMatchPinned(t *testing.T) {
 		if err := v.Add(msgs...); err != nil {
 			t.Fatal(err)
 		}
-		if got := pinnedIndexes(msgs); !slices.Equal(got, want) || !slices.Equal(v.pinned, want) {
+		if got := pinnedIndexes(msgs, nil); !slices.Equal(got, want) || !slices.Equal(v.pinned, want) {
 			t.Fatalf("%v: pinnedIndexes %v, Validator %v, Pinned %v", msgs, got, v.pinned, want)
 		}
 	}
@@ -283,5 +284,23 @@ func TestValidatorSpliceSeam(t *testing.T) {
 	}
 	if _, err := v.Splice(bad, &Briefing{BoundaryID: "u2"}); err == nil || !strings.Contains(err.Error(), "duplicate id") {
 		t.Fatalf("splice of an invalid history: %v", err)
+	}
+}
+
+// docs/protocol.md quotes the framing sentence for clients in other
+// languages; it must stay the one WrapBriefing writes.
+func TestProtocolDocFramingSentence(t *testing.T) {
+	data, err := os.ReadFile("docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "The framing sentence, exactly")
+	if !ok {
+		t.Fatal("docs/protocol.md no longer quotes the framing sentence")
+	}
+	_, rest, _ = strings.Cut(rest, "```text\n")
+	quoted, _, _ := strings.Cut(rest, "\n```")
+	if quoted+"\n" != briefingPreamble {
+		t.Fatalf("docs/protocol.md quotes\n%q\nWrapBriefing writes\n%q", quoted, briefingPreamble)
 	}
 }

@@ -14,6 +14,11 @@
 //
 // Briefings are read from Redis ([WithRedis]) or, by default, from the
 // JetStream key-value bucket of the embedded mode ([WithKV]).
+//
+// A briefing replaces messages; the streams keep them. [Client.Expand] and
+// [Client.Search] read the originals back, behind any past boundary, and
+// [ExpandTool] with [Client.HandleExpandTool] let the model do the same
+// through a tool call (the briefing's last line names the compacted range).
 package client
 
 import (
@@ -81,6 +86,7 @@ type store interface {
 	// WatchErr is the error of the store's shared watch subscription
 	// while it is down, or nil.
 	WatchErr() error
+	Status(ctx context.Context, tenant, conv string) (*briefd.Status, error)
 }
 
 // Option configures a Client in New.
@@ -98,6 +104,9 @@ type options struct {
 	contextWindow int
 	watch         bool
 	kvBucket      string
+	expand        ExpandLimits
+	control       briefd.Control
+	numbering     bool
 }
 
 // WithTenant sets the tenant every snapshot and lookup belongs to. Default
@@ -163,6 +172,8 @@ func WithWatch() Option { return func(o *options) { o.watch = true } }
 // serialized in call order.
 type Client struct {
 	tenant  string
+	prefix  string
+	js      jetstream.JetStream
 	pub     *queue.Publisher
 	store   store
 	opts    []queue.PublishOption
@@ -170,6 +181,13 @@ type Client struct {
 	onError func(error)
 	watch   bool
 	buffer  int
+
+	expandLimits ExpandLimits
+	resolverOnce sync.Once
+	res          *queue.Resolver // reads the originals (Expand, Search)
+	scansMu      sync.Mutex
+	scans        map[string]*scan // kept scans of the originals, by conversation
+	scanOrder    []string         // their conversations, oldest first
 
 	ctx    context.Context // the watches'
 	cancel context.CancelFunc
@@ -192,6 +210,11 @@ type Client struct {
 	err      error                  // first async error since the last Flush
 	stats    Stats
 	watches  map[string]*watched
+	control  briefd.Control            // WithControl
+	controls map[string]briefd.Control // SetControl, by conversation
+
+	numberMu sync.Mutex
+	numberer *briefd.Numberer // WithNumbering; nil without
 }
 
 // inflight is a snapshot holding a buffer slot.
@@ -238,6 +261,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	if !queue.ValidToken(o.tenant) {
 		return nil, fmt.Errorf("client: tenant %q: %w", o.tenant, ErrInvalidID)
 	}
+	if err := o.control.Validate(); err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
 	if nc == nil {
 		return nil, errors.New("client: nil NATS connection")
 	}
@@ -259,17 +285,26 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: jetstream: %w", err)
 	}
 	c := &Client{
-		tenant:  o.tenant,
-		pub:     queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
-		log:     o.logger,
-		onError: o.onError,
-		watch:   o.watch,
-		buffer:  o.buffer,
-		byConv:  map[string][]*inflight{},
-		watches: map[string]*watched{},
-		convs:   map[string]*conversation{},
-		convLRU: list.New(),
-		seed:    maphash.MakeSeed(),
+		tenant:   o.tenant,
+		prefix:   o.prefix,
+		js:       js,
+		pub:      queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
+		log:      o.logger,
+		onError:  o.onError,
+		watch:    o.watch,
+		buffer:   o.buffer,
+		byConv:   map[string][]*inflight{},
+		watches:  map[string]*watched{},
+		control:  o.control,
+		controls: map[string]briefd.Control{},
+		convs:    map[string]*conversation{},
+		convLRU:  list.New(),
+		seed:     maphash.MakeSeed(),
+
+		expandLimits: o.expand.withDefaults(),
+	}
+	if o.numbering {
+		c.numberer = new(briefd.Numberer)
 	}
 	// Read the streams' MaxAge and message size now, so that even the
 	// first snapshots follow the workers' configuration; the publisher
@@ -278,7 +313,10 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), DefaultSetupTimeout)
 	err = c.pub.RefreshLimits(ctx)
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, queue.ErrNoStream):
+		o.logger.Warn("briefd client: the briefd streams do not exist yet; workers create them when they start (worker run), and snapshots published before fail with queue.ErrNoStream", "err", err)
+	case err != nil:
 		o.logger.Warn("briefd client: cannot read the stream limits yet; retrying in the background", "err", err)
 	}
 	if o.model != "" {
@@ -320,25 +358,39 @@ func (c *Client) Tenant() string { return c.tenant }
 // place and followed by an append is found only later (see
 // queue.Publisher).
 //
-// Publish checks only what is cheap: conv is a valid id and history is not
-// empty; the workers validate the conversation and reject a bad one to the
-// audit stream. When the buffer is full it drops a superseded snapshot
-// (see ErrBufferFull). It returns ErrInvalidID, ErrBufferFull (nothing
-// sent; the agent's turn is never blocked), ErrClosed, or an error from
-// the publisher (a message over the body limit, a closed connection).
-// Errors of the acks come later, after re-sends, through the error
-// handler, Err and Flush.
-func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Message) error {
-	if !queue.ValidToken(conv) {
-		return fmt.Errorf("client: conversation %q: %w", conv, ErrInvalidID)
+// The snapshot carries the client's control ([WithControl]), the
+// conversation's ([Client.SetControl]) and opts, laid over one another
+// (for example [CompactNow]).
+//
+// Publish checks only what is cheap: conv is a valid id, history is not
+// empty and the control is valid; the workers validate the conversation
+// and reject a bad one to the audit stream. When the buffer is full it
+// drops a superseded snapshot (see ErrBufferFull). It returns
+// ErrInvalidID, ErrBufferFull (nothing sent; the agent's turn is never
+// blocked), ErrClosed, an error wrapping briefd.ErrInvalidControl, or an
+// error from the publisher (a message over the body limit, a closed
+// connection). Errors of the acks come later, after re-sends, through the
+// error handler, Err and Flush.
+func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Message, opts ...PublishOption) error {
+	if err := checkConv(conv); err != nil {
+		return err
 	}
 	if len(history) == 0 {
 		return fmt.Errorf("client: publish %s: empty history", conv)
+	}
+	history, err := c.number(history)
+	if err != nil {
+		return fmt.Errorf("client: publish %s: %w", conv, err)
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
+	}
+	ctl := c.controlLocked(conv, opts)
+	if err := ctl.Validate(); err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("client: publish %s: %w", conv, err)
 	}
 	if c.inflight >= c.buffer && !c.dropSupersededLocked(conv) {
 		c.stats.Refused++
@@ -356,7 +408,11 @@ func (c *Client) Publish(ctx context.Context, conv string, history []briefd.Mess
 		c.ensureWatch(conv)
 	}
 
-	pend, err := c.pub.PublishAsync(ctx, c.tenant, conv, history, c.opts...)
+	popts := c.opts
+	if !ctl.IsZero() {
+		popts = append(slices.Clip(popts), queue.WithControl(ctl))
+	}
+	pend, err := c.pub.PublishAsync(ctx, c.tenant, conv, history, popts...)
 	if err != nil {
 		c.release(in, nil)
 		return fmt.Errorf("client: publish %s: %w", conv, err)
@@ -430,9 +486,17 @@ func (c *Client) release(in *inflight, err error) {
 	}
 	c.removeLocked(in)
 	c.inflight--
+	// Flush waiters are released after the error handler ran, so that a
+	// Flush that returns an error has reported it.
+	var idle chan struct{}
 	if c.inflight == 0 {
-		close(c.idle)
+		idle = c.idle
 	}
+	defer func() {
+		if idle != nil {
+			close(idle)
+		}
+	}()
 	if errors.Is(err, queue.ErrSuperseded) {
 		// Not stored, but a newer snapshot of the conversation, which
 		// names every message, was published after it.
@@ -488,10 +552,9 @@ func (c *Client) Stats() Stats {
 // clears it), or ctx's error if ctx ends first.
 func (c *Client) Flush(ctx context.Context) error {
 	c.mu.Lock()
-	idle := c.idle
-	busy := c.inflight > 0
+	idle := c.idle // closed once the last snapshot settled and was reported
 	c.mu.Unlock()
-	if busy {
+	if idle != nil {
 		select {
 		case <-idle:
 		case <-ctx.Done():
@@ -590,6 +653,10 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 // the turn, not the history. Another slice is validated whole; edit
 // messages it already saw in a copy, as for Publish.
 func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
+	history, err := c.number(history)
+	if err != nil {
+		return history, nil, fmt.Errorf("client: prepare %s: %w", conv, err)
+	}
 	var b *briefd.Briefing
 	if c.watch {
 		if !queue.ValidToken(conv) {
@@ -820,12 +887,14 @@ func (c *Client) forget(conv string, w *watched) {
 	}
 }
 
-// Forget stops the background watch of conv (see WithWatch), if any, and
-// drops its cached briefing. Call it when a conversation ends.
+// Forget stops the background watch of conv (see WithWatch), if any,
+// drops its cached briefing and its control (SetControl). Call it when a
+// conversation ends.
 func (c *Client) Forget(conv string) {
 	c.mu.Lock()
 	w, ok := c.watches[conv]
 	delete(c.watches, conv)
+	delete(c.controls, conv)
 	c.mu.Unlock()
 	c.convMu.Lock()
 	if e, ok := c.convs[conv]; ok {
@@ -836,6 +905,27 @@ func (c *Client) Forget(conv string) {
 	if ok {
 		w.cancel()
 	}
+}
+
+// number gives messages without ids their position ids, with
+// WithNumbering; without it, it returns history as is.
+func (c *Client) number(history []briefd.Message) ([]briefd.Message, error) {
+	if c.numberer == nil {
+		return history, nil
+	}
+	c.numberMu.Lock()
+	defer c.numberMu.Unlock()
+	out, _, err := c.numberer.Number(history)
+	return out, err
+}
+
+// checkConv returns an error wrapping ErrInvalidID when conv is not a
+// valid conversation id.
+func checkConv(conv string) error {
+	if !queue.ValidToken(conv) {
+		return fmt.Errorf("client: conversation %q: %w", conv, ErrInvalidID)
+	}
+	return nil
 }
 
 func (c *Client) isClosed() bool {

@@ -19,17 +19,23 @@ import (
 // connFlags are the connection flags shared by the commands that talk to a
 // running system.
 type connFlags struct {
-	natsURL   string
-	natsCreds string
-	redisURL  string
-	tenant    string
-	prefix    string
-	verbose   bool
+	natsURL      string
+	natsCreds    string
+	natsUser     string
+	natsPassword string
+	inboxPrefix  string
+	redisURL     string
+	tenant       string
+	prefix       string
+	verbose      bool
 }
 
 func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsURL, "nats-url", nats.DefaultURL, "NATS server URL(s), comma-separated")
 	fs.StringVar(&f.natsCreds, "nats-creds", "", "NATS credentials file (optional)")
+	fs.StringVar(&f.natsUser, "nats-user", "", "NATS user (optional; the password from BRIEFD_NATS_PASSWORD)")
+	fs.StringVar(&f.natsPassword, "nats-password", "", "NATS password; prefer the environment variable")
+	fs.StringVar(&f.inboxPrefix, "nats-inbox-prefix", "", "inbox prefix for replies, when the NATS user may only subscribe to its own (deploy/nats.conf: _INBOX_<tenant>)")
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL of the briefing store (redis://host:port/0); empty: the JetStream key-value bucket")
 	fs.StringVar(&f.tenant, "tenant", client.DefaultTenant, "tenant id")
 	fs.StringVar(&f.prefix, "prefix", "", "subject and key prefix (default briefd)")
@@ -47,6 +53,12 @@ func (f *connFlags) open(ctx context.Context, e *env, extra ...client.Option) (*
 	opts := []nats.Option{nats.Name("briefd-publisher"), nats.Timeout(5 * time.Second)}
 	if f.natsCreds != "" {
 		opts = append(opts, nats.UserCredentials(f.natsCreds))
+	}
+	if f.natsUser != "" {
+		opts = append(opts, nats.UserInfo(f.natsUser, f.natsPassword))
+	}
+	if f.inboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(f.inboxPrefix))
 	}
 	nc, err := nats.Connect(f.natsURL, opts...)
 	if err != nil {

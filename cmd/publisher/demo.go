@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -23,7 +24,13 @@ type demoCmd struct {
 	contextWindow int
 	workers       int
 	timeout       time.Duration
+	turnDelay     time.Duration
 	verbose       bool
+}
+
+// Summary says what the command does.
+func (c *demoCmd) Summary() string {
+	return "Run NATS, the briefing store and a worker in this process, publish the example histories and print their briefings."
 }
 
 func (c *demoCmd) Synopsis() string { return "[flags]" }
@@ -34,6 +41,7 @@ func (c *demoCmd) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.contextWindow, "context-window", 10000, "context window of the demo model in tokens; small, so that every example history (8k-15k tokens) compacts")
 	fs.IntVar(&c.workers, "workers", 1, "in-process workers")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "fail if the briefings are not all there within this time")
+	fs.DurationVar(&c.turnDelay, "turn-delay", 25*time.Millisecond, "pause between the agents' turns (a model's answer, shortened); 0 publishes every turn at once")
 	fs.BoolVar(&c.verbose, "verbose", false, "show the server's and workers' logs")
 }
 
@@ -73,12 +81,32 @@ func (c *demoCmd) Run(ctx context.Context, args []string, e *env) error {
 	run := make([]byte, 3)
 	_, _ = rand.Read(run)
 	convs := make([]string, len(hs))
-	var lats []time.Duration
+	cuts := make([][]int, len(hs))
+	rounds := 0
 	for i, h := range hs {
 		convs[i] = convID(h.ID) + "-" + hex.EncodeToString(run)
-		for _, k := range steps(h.Messages) {
+		cuts[i] = steps(h.Messages)
+		rounds = max(rounds, len(cuts[i]))
+	}
+	// The agents take turns, as they would: one turn of each conversation,
+	// then a pause standing in for the model's answer, so that the worker
+	// keeps up and the audit trail records the compactions of many turns
+	// (worker replay plots them).
+	var lats []time.Duration
+	for r := range rounds {
+		if r > 0 && c.turnDelay > 0 {
+			select {
+			case <-time.After(c.turnDelay):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		for i, h := range hs {
+			if r >= len(cuts[i]) {
+				continue
+			}
 			t0 := time.Now()
-			if err := cl.Publish(ctx, convs[i], h.Messages[:k]); err != nil {
+			if err := cl.Publish(ctx, convs[i], h.Messages[:cuts[i][r]]); err != nil {
 				return err
 			}
 			lats = append(lats, time.Since(t0))
@@ -129,7 +157,15 @@ func (c *demoCmd) Run(ctx context.Context, args []string, e *env) error {
 	}
 	tw.Flush()
 	if len(missing) > 0 {
-		return fmt.Errorf("no briefing for %v: the worker found nothing to compact (try a smaller --context-window)", missing)
+		var why []string
+		for _, conv := range missing {
+			reason := "no verdict from the worker"
+			if st, err := cl.Status(ctx, conv); err == nil {
+				reason = st.String()
+			}
+			why = append(why, conv+": "+reason)
+		}
+		return fmt.Errorf("no briefing for %d conversations (try a smaller --context-window):\n  %s", len(missing), strings.Join(why, "\n  "))
 	}
 
 	// One briefing in full, as the agent's next turn would see it.

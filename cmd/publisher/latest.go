@@ -18,6 +18,11 @@ type latestCmd struct {
 	format       string
 }
 
+// Summary says what the command does.
+func (c *latestCmd) Summary() string {
+	return "Print a conversation's latest briefing."
+}
+
 func (c *latestCmd) Synopsis() string { return "--conversation C [flags]" }
 
 func (c *latestCmd) Flags(fs *flag.FlagSet) {
@@ -58,6 +63,11 @@ func (c *latestCmd) Run(ctx context.Context, args []string, e *env) error {
 type spliceCmd struct {
 	conn         connFlags
 	conversation string
+}
+
+// Summary says what the command does.
+func (c *spliceCmd) Summary() string {
+	return "Print a history file spliced with the conversation's latest briefing, as the agent's next turn would send it."
 }
 
 func (c *spliceCmd) Synopsis() string { return "--conversation C [flags] FILE" }

@@ -8,11 +8,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/briefd/briefd/examples"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
+	"github.com/briefd/briefd/internal/progress"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -39,6 +38,11 @@ type loadCmd struct {
 	workers        int
 	contextWindow  int
 	buffer         int
+}
+
+// Summary says what the command does.
+func (c *loadCmd) Summary() string {
+	return "Play N concurrent agents from a folder of histories and summarize throughput and latencies."
 }
 
 func (c *loadCmd) Synopsis() string { return "--agents N [--dir DIR] [flags]" }
@@ -177,7 +181,8 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 	pctx, stopPub := context.WithTimeout(ctx, c.duration)
 	defer stopPub()
 	start := time.Now()
-	prog := newProgress(e.stderr, total, func() string {
+	prog := progress.New(e.stderr, "load: snapshots", total)
+	prog.SetNote(func() string {
 		bmu.Lock()
 		n := len(got)
 		bmu.Unlock()
@@ -232,13 +237,13 @@ func (c *loadCmd) Run(ctx context.Context, args []string, e *env) error {
 					}
 					lmu.Unlock()
 				}
-				prog.add(1)
+				prog.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
 	pubTime := time.Since(start)
-	prog.done()
+	prog.Finish()
 
 	fctx, cancel := context.WithTimeout(ctx, c.drain)
 	defer cancel()
@@ -462,75 +467,4 @@ func (c *loadCmd) histories() ([]*briefd.History, string, error) {
 		return nil, "", fmt.Errorf("no *.json histories in %s", dir)
 	}
 	return hs, dir, nil
-}
-
-// progress draws a bar on a terminal, or prints a line every 5 seconds
-// otherwise.
-type progress struct {
-	w     io.Writer
-	tty   bool
-	total int
-	extra func() string
-	n     atomic.Int64
-	start time.Time
-	stop  chan struct{}
-	wg    sync.WaitGroup
-}
-
-func newProgress(w io.Writer, total int, extra func() string) *progress {
-	p := &progress{w: w, total: total, extra: extra, start: time.Now(), stop: make(chan struct{})}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			p.tty = true
-		}
-	}
-	every := 5 * time.Second
-	if p.tty {
-		every = 200 * time.Millisecond
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-				p.draw(false)
-			}
-		}
-	}()
-	return p
-}
-
-func (p *progress) add(n int) { p.n.Add(int64(n)) }
-
-func (p *progress) draw(final bool) {
-	n := int(p.n.Load())
-	frac := 0.0
-	if p.total > 0 {
-		frac = float64(n) / float64(p.total)
-	}
-	rate := float64(n) / time.Since(p.start).Seconds()
-	if !p.tty {
-		fmt.Fprintf(p.w, "load: %d/%d snapshots (%.0f%%), %.0f/s, %s\n", n, p.total, 100*frac, rate, p.extra())
-		return
-	}
-	const width = 30
-	fill := int(frac * width)
-	end := ""
-	if final {
-		end = "\n"
-	}
-	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %d/%d snapshots %.0f/s  %s\033[K%s",
-		strings.Repeat("#", fill), strings.Repeat(".", width-fill), 100*frac, n, p.total, rate, p.extra(), end)
-}
-
-// done stops the ticker and draws the last state.
-func (p *progress) done() {
-	close(p.stop)
-	p.wg.Wait()
-	p.draw(true)
 }

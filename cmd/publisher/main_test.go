@@ -83,6 +83,10 @@ func TestUsage(t *testing.T) {
 		{"flag help", []string{"publish", "-h"}, 0},
 		{"publish without file", []string{"publish", "--nats-url", "nats://127.0.0.1:1"}, 2},
 		{"latest without conversation", []string{"latest"}, 2},
+		{"expand without from", []string{"expand", "--conversation", "c"}, 2},
+		{"search without query", []string{"search", "--conversation", "c"}, 2},
+		{"tool without arguments", []string{"tool", "--conversation", "c"}, 2},
+		{"tool definition", []string{"tool", "--definition"}, 0},
 		{"bad flag", []string{"load", "--agents", "x"}, 2},
 		{"no server", []string{"latest", "--conversation", "c", "--nats-url", "nats://127.0.0.1:1"}, 1},
 	}
@@ -92,6 +96,20 @@ func TestUsage(t *testing.T) {
 				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, out, errOut)
 			}
 		})
+	}
+}
+
+// Every command's -h says what it does in its first line; a bare
+// publisher lists the commands.
+func TestHelpSummaries(t *testing.T) {
+	if code, _, errOut := run(t); code != 2 || !strings.Contains(errOut, "commands:") {
+		t.Fatalf("bare publisher: exit %d, %q", code, errOut)
+	}
+	for _, c := range commands {
+		code, _, errOut := run(t, c.name, "-h")
+		if first, _, _ := strings.Cut(errOut, "\n"); code != 0 || first != c.make().Summary() {
+			t.Errorf("publisher %s -h: exit %d, first line %q", c.name, code, first)
+		}
 	}
 }
 
@@ -123,7 +141,7 @@ func TestPublishLatestSplice(t *testing.T) {
 	}
 	url := srv.URL()
 
-	code, out, errOut := run(t, "publish", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", file)
+	code, out, errOut := run(t, "publish", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--wait", "0", file)
 	if code != 0 {
 		t.Fatalf("publish exited %d: %s", code, errOut)
 	}
@@ -181,6 +199,37 @@ func TestPublishLatestSplice(t *testing.T) {
 	}
 	if len(sh.Messages) >= len(h.Messages) || !sh.Messages[2].IsBriefing() {
 		t.Errorf("spliced history: %d messages (from %d), third %q", len(sh.Messages), len(h.Messages), sh.Messages[2].ID)
+	}
+	// expand reads the originals back from the streams; search finds them.
+	m5, m7 := h.Messages[5], h.Messages[7]
+	code, out, errOut = run(t, "expand", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--from", m5.ID, "--to", m7.ID, "--format", "json")
+	var msgs []briefd.Message
+	if code != 0 || json.Unmarshal([]byte(out), &msgs) != nil || len(msgs) != 3 || msgs[0].ID != m5.ID || msgs[2].Content.String() != m7.Content.String() {
+		t.Errorf("expand --format json: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = run(t, "expand", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--from", m5.ID, "--to", m7.ID, "--max-messages", "2")
+	if code != 0 || !strings.Contains(out, "["+m5.ID+"] "+string(m5.Role)) || strings.Contains(out, "["+m7.ID+"]") || !strings.Contains(errOut, "go on with --from "+h.Messages[7].ID) {
+		t.Errorf("expand --max-messages 2: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, _, errOut = run(t, "expand", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--from", "no-such-id")
+	if code != 1 || !strings.Contains(errOut, "not in the conversation's stored snapshots") {
+		t.Errorf("expand of an unknown id: exit %d, stderr %s", code, errOut)
+	}
+	word := strings.Fields(m5.Content.String())[0]
+	code, out, errOut = run(t, "search", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", "--format", "json", word)
+	var matches []struct{ ID string }
+	if code != 0 || json.Unmarshal([]byte(out), &matches) != nil || len(matches) == 0 || !strings.Contains(errOut, "messages searched") {
+		t.Errorf("search %q: exit %d\nstdout:\n%s\nstderr:\n%s", word, code, out, errOut)
+	}
+	code, out, errOut = run(t, "tool", "--nats-url", url, "--tenant", "t1", "--conversation", "c1", `{"from_id":"`+m5.ID+`"}`)
+	if code != 0 || !strings.HasPrefix(out, `{"conversation_id":"c1","from_id":"`+m5.ID+`"`) {
+		t.Errorf("tool: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if code, out, _ := run(t, "tool", "--definition"); code != 0 || !strings.Contains(out, `"name":"expand_history"`) {
+		t.Errorf("tool --definition: exit %d: %s", code, out)
+	}
+	if code, _, _ := run(t, "search", "--nats-url", url, "--conversation", "c1"); code != 2 {
+		t.Errorf("search without a query: exit %d, want 2", code)
 	}
 }
 

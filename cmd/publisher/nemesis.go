@@ -27,6 +27,10 @@ type nemesisCmd struct {
 	verbose     bool
 }
 
+func (c *nemesisCmd) Summary() string {
+	return "start nats-server, redis-server and workers as processes, kill, pause and restart them while agents publish, then check that no snapshot was lost, regressed or poisoned"
+}
+
 func (c *nemesisCmd) Synopsis() string {
 	return "[--agents N] [--duration D] [--faults SCHEDULE] [--nodes 1|3] [flags]"
 }

@@ -60,12 +60,13 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.SetOutput(stderr)
 	force := fs.Bool("force", false, "compact now, as a user's /compact: no trigger needed, and the kept tail is at most --force-keep-fraction of the history")
 	focus := fs.String("focus", "", "what the briefing must keep above all, in words (\"everything about the migration\")")
+	pin := fs.String("pin", "", "message ids never compacted, comma-separated (as a snapshot's control.pin)")
 	conv := fs.String("conversation", "", "conversation id (default: the history's id, else the file name)")
 	tenant := fs.String("tenant", "", "tenant of the conversation")
 	var cfg compact.Config
 	bindEngineFlags(fs, &cfg)
 	llm := bindLLMFlags(fs)
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker compact [flags] FILE (- for stdin)")
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryCompact, "worker compact [flags] FILE (- for stdin)")
 	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
 		return err
 	}
@@ -81,7 +82,7 @@ func runCompact(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return usageErrorf("compact takes one FILE (or - for stdin), got %d", len(files))
 	}
 	file := files[0]
-	job := compactJob{file: file, conversation: *conv, tenant: *tenant, force: *force, focus: *focus, cfg: cfg, llm: llm}
+	job := compactJob{file: file, conversation: *conv, tenant: *tenant, force: *force, focus: *focus, pin: splitList(*pin), cfg: cfg, llm: llm}
 	return untilDone(ctx, stopGrace, func() error { return job.run(ctx, stdin, stdout, stderr) })
 }
 
@@ -118,6 +119,7 @@ type compactJob struct {
 	file, conversation, tenant string
 	force                      bool
 	focus                      string
+	pin                        []string
 	cfg                        compact.Config
 	llm                        func(*slog.Logger) (compact.Summarizer, error)
 }
@@ -159,7 +161,8 @@ func (j compactJob) run(ctx context.Context, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: j.tenant, Messages: h.Messages, Force: j.force, Focus: j.focus})
+	res, err := eng.Compact(ctx, compact.Request{ConversationID: id, Tenant: j.tenant, Messages: h.Messages, Force: j.force, Focus: j.focus,
+		Control: briefd.Control{Pin: j.pin}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}

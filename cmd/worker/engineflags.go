@@ -19,6 +19,7 @@ func bindEngineFlags(fs *flag.FlagSet, cfg *compact.Config) {
 	fs.IntVar(&cfg.HardCapTokens, "hard-cap-tokens", cfg.HardCapTokens, "trigger at most at this many tokens (0 = 200000)")
 	fs.Float64Var(&cfg.KeepFraction, "keep-fraction", cfg.KeepFraction, "fraction of the context window kept verbatim (0 = 0.2)")
 	fs.IntVar(&cfg.KeepCapTokens, "keep-cap-tokens", cfg.KeepCapTokens, "keep at most this many tokens verbatim (0 = 40000)")
+	fs.IntVar(&cfg.KeepTokens, "keep-tokens", cfg.KeepTokens, "kept tail budget in tokens, replacing --keep-fraction and --keep-cap-tokens (0 = off)")
 	fs.IntVar(&cfg.MinKeepMessages, "min-keep-messages", cfg.MinKeepMessages, "keep at least max(5, this) messages verbatim (0 = 10)")
 	fs.IntVar(&cfg.MinMessages, "min-messages", cfg.MinMessages, "messages needed before token pressure alone triggers (0 = 20, -1 = none)")
 	fs.IntVar(&cfg.StepsTrigger, "steps-trigger", cfg.StepsTrigger, "also compact every N assistant steps (0 = off)")

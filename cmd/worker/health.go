@@ -18,6 +18,10 @@ func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	url := fs.String("url", "http://127.0.0.1:9090/readyz", "endpoint to probe")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\nusage: worker healthcheck [--url URL] [--timeout D]\n\nflags:\n", summaryHealthcheck)
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

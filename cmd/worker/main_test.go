@@ -203,19 +203,26 @@ func TestCompactPrintsVerdicts(t *testing.T) {
 	}
 }
 
-func TestEvalCommand(t *testing.T) {
-	code, out, stderr := run(t, "", "eval", "../../examples/histories")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if !strings.Contains(out, "recall") {
-		t.Fatalf("no recall figure in the report:\n%s", out)
-	}
-}
-
 func TestUsage(t *testing.T) {
 	if code, _, _ := run(t, "", "nonsense"); code != 2 {
 		t.Fatalf("unknown command exits %d, want 2", code)
+	}
+	// A bare worker lists the commands; it never starts a service.
+	if code, _, stderr := run(t, ""); code != 2 || !strings.Contains(stderr, "commands:") || !strings.Contains(stderr, "worker run") {
+		t.Fatalf("bare worker: exit %d, %q", code, stderr)
+	}
+	if code, stdout, _ := run(t, "", "-h"); code != 0 || !strings.Contains(stdout, "replay ") {
+		t.Fatalf("worker -h: exit %d, %q", code, stdout)
+	}
+	// Every command's -h says what it does in its first line.
+	for _, c := range commands {
+		if c.name == "version" {
+			continue
+		}
+		code, _, stderr := run(t, "", c.name, "-h")
+		if first, _, _ := strings.Cut(stderr, "\n"); code != 0 || first != c.summary {
+			t.Errorf("worker %s -h: exit %d, first line %q, want %q", c.name, code, first, c.summary)
+		}
 	}
 	if code, out, _ := run(t, "", "version"); code != 0 || !strings.Contains(out, "briefd engine") {
 		t.Fatalf("version: %d %q", code, out)
@@ -267,6 +274,9 @@ func TestRunEmbedded(t *testing.T) {
 	resp.Body.Close()
 	if !strings.Contains(body.String(), "briefd_consumer_pending") {
 		t.Fatal("metrics lack the consumer lag")
+	}
+	if !strings.Contains(body.String(), "briefd_worker_ready 1") {
+		t.Fatal("metrics lack the worker's readiness")
 	}
 	var hc bytes.Buffer
 	if code := Main(t.Context(), []string{"healthcheck", "--url", url}, nil, &hc, &hc); code != 0 {

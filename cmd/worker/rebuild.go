@@ -26,7 +26,7 @@ func runRebuild(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var engineCfg compact.Config
 	bindEngineFlags(fs, &engineCfg)
 	llm := bindLLMFlags(fs)
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker rebuild [--tenant T] [service, engine and llm flags]")
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryRebuild, "worker rebuild [--tenant T] [service, engine and llm flags]")
 	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
 		return err
 	}

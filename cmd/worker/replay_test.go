@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,45 @@ func TestReplay(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), `"same_boundary": false`) && !strings.Contains(out.String(), `"same_input": false`) {
 		t.Fatalf("a different window should give a different compaction: %s", out.String())
+	}
+
+	// At scale: every compaction of the audit stream, JSON on stdout and
+	// the HTML report in a file.
+	html := filepath.Join(t.TempDir(), "report.html")
+	out.Reset()
+	errb.Reset()
+	if code := Main(ctx, []string{"replay", "--nats-url", srv.URL(), "--all", "--html", html, "--since", "1h", "--context-window", "12000"},
+		strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("replay --all exit %d: %s", code, errb.String())
+	}
+	var scan struct {
+		Summary struct {
+			Conversations, Compactions, Rerun int
+			SameBoundary                      int `json:"same_boundary"`
+		}
+		Conversations []struct {
+			Compactions []struct {
+				Stored struct {
+					Text string `json:"text"`
+				} `json:"stored"`
+			} `json:"compactions"`
+		} `json:"conversations"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &scan); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if s := scan.Summary; s.Conversations != 1 || s.Compactions == 0 || s.Rerun != s.Compactions || s.SameBoundary != s.Compactions {
+		t.Fatalf("replay --all: %+v", s)
+	}
+	if scan.Conversations[0].Compactions[0].Stored.Text != "" {
+		t.Fatal("briefing texts in the JSON without --text")
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) || !strings.Contains(errb.String(), "report in "+html) {
+		t.Fatalf("html report: %v, %d bytes; stderr %s", err, len(page), errb.String())
+	}
+	if code := Main(ctx, []string{"replay", "--nats-url", srv.URL()}, strings.NewReader(""), &out, &errb); code != 2 {
+		t.Fatalf("replay without a scope: exit %d", code)
 	}
 }
 

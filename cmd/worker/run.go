@@ -68,7 +68,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&f.embedded, "embedded", false, "run an embedded single-node NATS server with JetStream (data in --data-dir) instead of connecting to --nats-url")
 	fs.StringVar(&f.dataDir, "data-dir", ".briefd-data", "JetStream storage folder of the embedded server")
 	fs.StringVar(&f.embeddedAddr, "embedded-addr", "127.0.0.1:4222", "client address of the embedded server (port 0: any free port)")
-	fs.StringVar(&f.httpAddr, "http-addr", ":9090", "address of /healthz, /readyz and /metrics; empty disables")
+	fs.StringVar(&f.httpAddr, "http-addr", "127.0.0.1:9090", "address of /healthz, /readyz and /metrics (loopback by default; :9090 for every interface, as in a container); empty disables")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGTERM, how long compactions in flight may finish before they are cancelled and handed back to the queue")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
@@ -101,7 +101,7 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var engineCfg compact.Config
 	bindEngineFlags(fs, &engineCfg)
 	llm := bindLLMFlags(fs)
-	fs.Usage = envflag.Usage(fs, "BRIEFD_", "worker run [flags]")
+	fs.Usage = envflag.Usage(fs, "BRIEFD_", summaryRun, "worker run [flags]")
 	if err := envflag.Parse(fs, args, "BRIEFD_", nil); err != nil {
 		return err
 	}
@@ -121,29 +121,11 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// for Drain to finish before the deferred Close.
 	closed := make(chan struct{})
 	onClosed := nats.ClosedHandler(func(*nats.Conn) { close(closed) })
-	var nc *nats.Conn
-	if f.embedded {
-		host, port, err := splitHostPort(f.embeddedAddr)
-		if err != nil {
-			return usageErrorf("--embedded-addr: %v", err)
-		}
-		srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Host: host, Port: port, Logger: logger.With("component", "nats-server")})
-		if err != nil {
-			return err
-		}
-		logger.Info("embedded NATS server", "url", srv.ClientURL(), "store", f.dataDir)
-		defer func() { srv.Shutdown(); srv.WaitForShutdown() }()
-		nc, err = nats.Connect(srv.ClientURL(), nats.Name("briefd-worker"), onClosed)
-		if err != nil {
-			return fmt.Errorf("connect to embedded NATS: %w", err)
-		}
-	} else {
-		nc, err = connectNATS(&f, logger, onClosed)
-		if err != nil {
-			return err
-		}
+	nc, closeNATS, err := f.connect(ctx, logger, logger, onClosed)
+	if err != nil {
+		return err
 	}
-	defer nc.Close()
+	defer closeNATS()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -214,6 +196,36 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return stopErr
+}
+
+// connect connects to NATS as the flags say: to --nats-url, or, with
+// --embedded, to an embedded server on --data-dir that it starts, logging
+// to serverLog. closeFn closes the connection, then stops the embedded
+// server.
+func (f *serviceFlags) connect(ctx context.Context, logger, serverLog *slog.Logger, extra ...nats.Option) (nc *nats.Conn, closeFn func(), err error) {
+	if !f.embedded {
+		nc, err := connectNATS(f, logger, extra...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	}
+	host, port, err := splitHostPort(f.embeddedAddr)
+	if err != nil {
+		return nil, nil, usageErrorf("--embedded-addr: %v", err)
+	}
+	srv, err := natsembed.Start(ctx, natsembed.Options{StoreDir: f.dataDir, Host: host, Port: port, Logger: serverLog})
+	if err != nil {
+		return nil, nil, err
+	}
+	logger.Info("embedded NATS server", "url", srv.ClientURL(), "store", f.dataDir)
+	stop := func() { srv.Shutdown(); srv.WaitForShutdown() }
+	nc, err = nats.Connect(srv.ClientURL(), append([]nats.Option{nats.Name("briefd-worker")}, extra...)...)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("connect to embedded NATS: %w", err)
+	}
+	return nc, func() { nc.Close(); stop() }, nil
 }
 
 func connectNATS(f *serviceFlags, logger *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {

@@ -174,6 +174,8 @@ const (
 	// SkipSuperseded: a newer snapshot of the conversation is pending or
 	// already compacted.
 	SkipSuperseded = "superseded"
+	// SkipDisabled: the snapshot's control says never.
+	SkipDisabled = "disabled"
 )
 
 // Reasons of SNAPSHOT_REJECTED and DEAD_LETTERED events; Error holds the
@@ -182,6 +184,9 @@ const (
 	// ReasonInvalidHistory: the messages break the history rules (a tool
 	// result without its call, a message over the limits, ...).
 	ReasonInvalidHistory = "invalid_history"
+	// ReasonInvalidControl: the snapshot's control cannot be honoured (a
+	// kept budget not below the trigger, a tool message pinned).
+	ReasonInvalidControl = "invalid_control"
 	// ReasonMalformed: the snapshot breaks the protocol (manifest, body,
 	// hash, limits while loading) or its handler panicked.
 	ReasonMalformed = "malformed"
@@ -247,6 +252,14 @@ type Event struct {
 	// attempt with the acceptance gate's verdicts, and why the
 	// deterministic briefing was kept when it was.
 	LLM *LLMReport `json:"llm,omitempty"`
+	// Coverage is the briefing's report on itself, so that an operator
+	// sees the quality of each compaction, not only an offline eval's.
+	Coverage *Coverage `json:"coverage,omitempty"`
+
+	// TriggerTokens is, on COMPACTION_SKIPPED for a history below the
+	// trigger, the token count above which it would compact (with
+	// TokensBefore, the tokens it has now).
+	TriggerTokens int `json:"trigger_tokens,omitempty"`
 
 	// COMPACTION_SKIPPED, SNAPSHOT_REJECTED and DEAD_LETTERED: a short
 	// machine-readable reason, one of the Skip or Reason constants.
@@ -259,6 +272,31 @@ type Event struct {
 	MessageID string `json:"message_id,omitempty"`
 	// Deliveries is how often a dead-lettered snapshot was delivered.
 	Deliveries int `json:"deliveries,omitempty"`
+}
+
+// Coverage is what a deterministic briefing carries of its span and what
+// it left out for size (schema audit-event.v1.json, "coverage").
+type Coverage struct {
+	// UserMessages counts the span's user messages; UserVerbatim those
+	// the briefing carries whole.
+	UserMessages int `json:"user_messages"`
+	UserVerbatim int `json:"user_verbatim"`
+	// SpanIdentifiers counts the identifiers of the span (bare numbers
+	// left out); IdentifiersKept those the briefing carries.
+	SpanIdentifiers int `json:"span_identifiers"`
+	IdentifiersKept int `json:"identifiers_kept"`
+	// Files, Records and Errors count the objects with a line of their
+	// own: files touched, other objects (tickets, orders, ...), errors.
+	Files   int `json:"files"`
+	Records int `json:"records"`
+	Errors  int `json:"errors"`
+	// Steps counts the span's tool calls; StepsShown those with a line,
+	// StepsLeftOut those left out for size, whose messages LeftOutIDs
+	// names (at most 64).
+	Steps        int      `json:"steps"`
+	StepsShown   int      `json:"steps_shown"`
+	StepsLeftOut int      `json:"steps_left_out"`
+	LeftOutIDs   []string `json:"left_out_ids,omitempty"`
 }
 
 // Compacted returns a HISTORY_COMPACTED event filled from a briefing. The
@@ -386,8 +424,9 @@ func (p *Publisher) Publish(ctx context.Context, ev Event) error {
 
 // Filter selects events to read. The zero Filter selects every event.
 type Filter struct {
-	// ConversationID selects one conversation of Tenant; when empty, every
-	// conversation of every tenant is read and Tenant is ignored.
+	// ConversationID selects one conversation of Tenant. When it is
+	// empty, Tenant (if not empty) selects every conversation of that
+	// tenant, else every conversation of every tenant is read.
 	ConversationID string
 	Tenant         string
 	// Types selects event types; empty means all.
@@ -399,8 +438,11 @@ type Filter struct {
 
 func (f Filter) subjects(cfg Config) []string {
 	tenant, conv := "*", "*"
-	if f.ConversationID != "" {
+	switch {
+	case f.ConversationID != "":
 		tenant, conv = SubjectToken(f.Tenant), SubjectToken(f.ConversationID)
+	case f.Tenant != "":
+		tenant = SubjectToken(f.Tenant)
 	}
 	if len(f.Types) == 0 {
 		return []string{cfg.subject("*", tenant, conv)}

@@ -91,6 +91,7 @@ func TestPublishRead(t *testing.T) {
 		{"all", audit.Filter{}, []audit.Event{compacted, skipped, rejected, dead}},
 		{"one conversation", audit.Filter{Tenant: "acme", ConversationID: "c.1 ünï"}, []audit.Event{compacted, skipped}},
 		{"tenant matters", audit.Filter{ConversationID: "c.1 ünï"}, []audit.Event{dead}},
+		{"one tenant", audit.Filter{Tenant: "acme"}, []audit.Event{compacted, skipped, rejected}},
 		{"by type", audit.Filter{Types: []audit.Type{audit.TypeRejected, audit.TypeDeadLettered}}, []audit.Event{rejected, dead}},
 		{"conversation and type", audit.Filter{Tenant: "acme", ConversationID: "c.1 ünï", Types: []audit.Type{audit.TypeCompacted}}, []audit.Event{compacted}},
 		{"nothing", audit.Filter{Tenant: "acme", ConversationID: "none"}, nil},

@@ -20,7 +20,9 @@ func TestEventSchema(t *testing.T) {
 	var schema struct {
 		Required   []string `json:"required"`
 		Properties map[string]struct {
-			Enum []string `json:"enum"`
+			Enum       []string                   `json:"enum"`
+			Required   []string                   `json:"required"`
+			Properties map[string]json.RawMessage `json:"properties"`
 		} `json:"properties"`
 		Examples []json.RawMessage `json:"examples"`
 	}
@@ -44,6 +46,19 @@ func TestEventSchema(t *testing.T) {
 		if _, ok := fields[name]; !ok {
 			t.Errorf("schema property %q is not a field of Event", name)
 		}
+	}
+	cov := schema.Properties["coverage"]
+	for f := range reflect.TypeFor[audit.Coverage]().Fields() {
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if _, ok := cov.Properties[name]; !ok {
+			t.Errorf("coverage field %q is missing from the schema", name)
+		}
+		if !strings.Contains(opts, "omitempty") && !slices.Contains(cov.Required, name) {
+			t.Errorf("coverage field %q is always written but not required", name)
+		}
+	}
+	if n := reflect.TypeFor[audit.Coverage]().NumField(); n != len(cov.Properties) {
+		t.Errorf("coverage: %d fields, %d schema properties", n, len(cov.Properties))
 	}
 	want := []string{string(audit.TypeCompacted), string(audit.TypeSkipped), string(audit.TypeRejected), string(audit.TypeDeadLettered)}
 	if got := schema.Properties["type"].Enum; !reflect.DeepEqual(got, want) {

@@ -41,6 +41,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -195,18 +196,24 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	if m.prior != nil {
 		depth = m.prior.depth + 1
 	}
-	l := &layout{m: m, budget: in.BudgetTokens, count: in.CountTokens, indexShare: 0.10, focus: strings.Fields(in.Focus)}
+	l := &layout{m: m, budget: in.BudgetTokens, count: in.CountTokens, indexShare: indexShare(m), focus: strings.Fields(in.Focus)}
 	l.head = header(m, depth)
+	if m.first != "" {
+		l.foot = briefd.ExpandFooter(m.first, m.last)
+	}
 	l.build(userCap)
+	for _, it := range l.items {
+		it.cache = in.Cache
+	}
 	for _, id := range m.idOrder {
 		if !ident.IsNumeric(id) {
 			l.indexNeed += estimate(id + ", ")
 		}
 	}
 	if m.prior != nil {
-		for _, id := range m.prior.index {
-			l.indexNeed += estimate(id + ", ")
-		}
+		// What the earlier briefing carried may need the index once its
+		// lines give way.
+		l.indexNeed = math.Max(l.indexNeed, l.indexShare*float64(l.budget))
 	}
 	// The mandatory items decide the least budget: they are carried whole,
 	// and the rest keeps at least EvidenceFloorTokens.
@@ -370,4 +377,14 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 		r.Sections = append(r.Sections, RecordSection{Name: sectionKeys[secOmitted], Entries: []Entry{{Text: l.lastOmitted}}})
 	}
 	return r
+}
+
+// indexShare is the most of the budget the identifier index may take:
+// about a tenth, and more once earlier briefings are folded in, where the
+// index is what keeps the names of old findings whose lines gave way.
+func indexShare(m *model) float64 {
+	if m.prior == nil {
+		return 0.10
+	}
+	return 0.15
 }

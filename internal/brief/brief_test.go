@@ -128,7 +128,7 @@ func TestHandOffRules(t *testing.T) {
 			bash("Rewrite it to create the table.", "cat <<'EOF' > reproduce.py\nimport sqlite3\nEOF", rc(0, "")).
 			bash("Run again.", "python reproduce.py", rc(0, "ok"))
 		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "sqlite3.OperationalError: no such table: t", "resolved [m0008] after changing reproduce.py [m0005]")
+		mustContain(t, d.Text, "sqlite3.OperationalError: no such table: t", "resolved [m0007] after changing reproduce.py [m0005]")
 	})
 	t.Run("an error nothing fixed stays unresolved", func(t *testing.T) {
 		var b spanBuilder

@@ -251,7 +251,11 @@ func classifyEditor(name string, a map[string]any) call {
 		c.kind = kindView
 		what := ""
 		if r, ok := a["view_range"].([]any); ok && len(r) == 2 {
-			what = "lines " + scalarString(r[0]) + "-" + scalarString(r[1])
+			end := scalarString(r[1])
+			if end == "-1" {
+				end = "end"
+			}
+			what = "lines " + scalarString(r[0]) + "-" + end
 		}
 		c.ops = []fileOp{{path: path, op: kindView, what: what}}
 		c.label = "view " + path

@@ -268,8 +268,8 @@ func searchText(s *step, level int) string {
 	if n == 0 {
 		return "no match"
 	}
-	if n <= 3 {
-		return clip(strings.Join(hits, " | "), []int{360, 200, 100}[level])
+	if joined := strings.Join(hits, " | "); n <= 3 && len(joined) <= []int{360, 200, 100}[level] {
+		return joined
 	}
 	if lines := hitLines(hits); len(lines) == len(hits) {
 		// One file searched: the hits are its lines.
@@ -290,7 +290,10 @@ func searchText(s *step, level int) string {
 		t += " in " + strconv.Itoa(len(files)) + "+ files"
 	}
 	if level == levelMin {
-		return t
+		if len(files) > 0 {
+			t += ": " + strings.Join(headLines(files, 3), ", ") + moreCount(len(files), 3)
+		}
+		return clip(t, 160)
 	}
 	max := []int{6, 3}[level]
 	if len(files) > 0 {
@@ -392,10 +395,30 @@ func viewText(s *step, level int) string {
 	return clip(t, []int{420, 200}[level])
 }
 
+// listText tells a listing: "ls -l" and one-per-line listings by their
+// lines, a column listing by its words.
 func listText(o *output, level int) string {
 	var entries []string
+	long := false
 	for _, l := range o.lines {
-		entries = append(entries, strings.Fields(l)...)
+		if lsLongRe.MatchString(l) {
+			long = true
+			break
+		}
+	}
+	for _, l := range o.lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == "" || strings.HasPrefix(t, "total "):
+		case long:
+			if f := strings.Fields(t); len(f) >= 9 {
+				entries = append(entries, strings.Join(f[8:], " "))
+			}
+		case len(o.lines) > 1 && !strings.Contains(t, "  "):
+			entries = append(entries, t)
+		default:
+			entries = append(entries, strings.Fields(t)...)
+		}
 	}
 	if len(entries) == 0 {
 		return "empty"
@@ -415,6 +438,9 @@ func listText(o *output, level int) string {
 // agent referred to, and its length.
 func outputText(s *step, level int) string {
 	o := &s.f.out
+	if t := strings.TrimSpace(o.body); t == "[]" || t == "{}" {
+		return "none found"
+	}
 	if len(o.short) > 0 {
 		// A short output is the result: kept whole unless the budget is
 		// at its tightest.
@@ -473,6 +499,9 @@ func httpText(m *model, s *step, level int) string {
 		}
 		if len(o.fields) > 0 {
 			parts = append(parts, "form fields "+strings.Join(o.fields, ", "))
+		}
+		if len(o.links) > 0 {
+			parts = append(parts, "links "+strings.Join(headLines(o.links, 8), ", ")+moreCount(len(o.links), 8))
 		}
 	}
 	if level != levelMin || prev != nil {
@@ -613,8 +642,8 @@ func findSalient(s *step, n int) []string {
 	var best []scored
 	for i, l := range s.f.out.lines {
 		t := strings.TrimSpace(l)
-		if len(t) < 4 || t == "[…]" {
-			continue
+		if len(t) < 4 || t == "[…]" || i == 0 && (catNHeaderRe.MatchString(t) || fileHeaderRe.MatchString(t) || editedRe.MatchString(t)) {
+			continue // an editor's header names the file, it is not content
 		}
 		low := strings.ToLower(t)
 		score := 0
@@ -661,6 +690,8 @@ func compactNumbered(l string) string {
 	}
 	return strings.TrimSpace(l)
 }
+
+var lsLongRe = regexp.MustCompile(`^[-dlcbps][-rwxsStT]{9}[.+@]?\s`)
 
 var lineRefRe = regexp.MustCompile(`(?i)\blines? (\d+)(?:\s*(?:-|–|to|and)\s*(\d+))?`)
 

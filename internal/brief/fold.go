@@ -93,6 +93,9 @@ func parseText(text string) *prior {
 			}
 			continue
 		}
+		if strings.HasPrefix(line, "Compacted message") && strings.Contains(line, briefd.ExpandToolName) {
+			continue // the footer
+		}
 		if sec, rest, ok := sectionLine(line); ok {
 			known = true
 			cur = sec
@@ -192,6 +195,29 @@ func cites(t string) []string {
 	return out
 }
 
+// compactRecordLine shortens a record's line ("- ID [m…]: v; v; v" or
+// "name value; …") cell by cell: short values and dates stay, long ones
+// keep their ids.
+func compactRecordLine(text string) string {
+	head, body, ok := strings.Cut(text, ": ")
+	if !ok {
+		return text
+	}
+	cells := strings.Split(body, "; ")
+	for i, c := range cells {
+		v := c
+		name := ""
+		if n, rest, ok := strings.Cut(c, " "); ok && !strings.ContainsAny(n, ",") && len(cells) > 0 && strings.Contains(body, n+" ") && !holdsIDs(n) && !looksLikeDate(n) && len(n) < 30 && strings.ToLower(n) == n {
+			name, v = n+" ", rest
+		}
+		if len(v) > minCell && !looksLikeDate(v) {
+			v = idsOnly(v)
+		}
+		cells[i] = name + v
+	}
+	return head + ": " + strings.Join(cells, "; ")
+}
+
 // buildPrior adds the earlier briefing's entries to the layout.
 func (l *layout) buildPrior() {
 	p := l.m.prior
@@ -258,11 +284,19 @@ func (l *layout) priorItem(sec section, e Entry, prio, order float64) {
 		text = "- " + text
 	}
 	it.texts[levelFull] = text
-	if len(text) > 170 {
-		it.texts[levelShort] = clip(text, 160)
-	}
-	if len(text) > 90 {
-		it.texts[levelMin] = clip(text, 80)
+	if sec == secRecords && !strings.HasPrefix(text, "- (columns)") {
+		// A record keeps its short values and dates, and the ids of its
+		// long ones, as when it was first written.
+		if c := compactRecordLine(text); c != text {
+			it.texts[levelMin] = c
+		}
+	} else {
+		if len(text) > 170 {
+			it.texts[levelShort] = clip(text, 160)
+		}
+		if len(text) > 90 {
+			it.texts[levelMin] = clip(text, 80)
+		}
 	}
 	it.idents = ident.Identifiers(text)
 	l.items = append(l.items, it)

@@ -43,6 +43,9 @@ func (s *step) lastID() string { return s.ids[len(s.ids)-1] }
 type userMsg struct {
 	ids  []string
 	text string
+	// earlier marks a harness reminder quoted by a folded briefing and
+	// not repeated in the new messages.
+	earlier bool
 }
 
 // note is a sentence the assistant wrote, with its message.
@@ -151,6 +154,10 @@ type model struct {
 	argValues map[string]int
 	// userAt is the step count when the last user message came.
 	userAt int
+	// dialogue is set when the span has a real user message after the
+	// task: only then is an assistant message without a call addressed
+	// to a user (elsewhere the harness answers it).
+	dialogue bool
 }
 
 type idList struct {
@@ -174,6 +181,13 @@ func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *mo
 	for i := range head {
 		if head[i].Role == briefd.RoleSystem {
 			m.policy += strings.ToLower(head[i].Content.String()) + "\n"
+		}
+	}
+	for i := range span {
+		if span[i].Role == briefd.RoleUser && !span[i].IsBriefing() {
+			if t := strings.TrimSpace(span[i].Content.String()); t != "" && !isHarness(t) && !isToolError(t) {
+				m.dialogue = true
+			}
 		}
 	}
 	results := map[string]*briefd.Message{}
@@ -261,7 +275,11 @@ func (m *model) foldHarness() {
 			users = append(users, e)
 			continue
 		}
-		m.harness = append(m.harness, userMsg{ids: e.IDs, text: strings.TrimSuffix(quote, " […]")})
+		if i := slices.IndexFunc(m.harness, func(h userMsg) bool { return harnessKey(h.text) == harnessKey(quote) }); i >= 0 {
+			m.harness[i].ids = append(m.harness[i].ids, e.IDs...)
+			continue
+		}
+		m.harness = append(m.harness, userMsg{ids: e.IDs, text: quote, earlier: true})
 	}
 	m.prior.entries[secUser] = users
 }
@@ -292,10 +310,11 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 			m.told = m.told[:len(m.told)-1]
 		}
 		m.asked = nil
-		key := headOf(t, harnessQuote)
+		key := harnessKey(t)
 		for i := range m.harness {
-			if headOf(m.harness[i].text, harnessQuote) == key {
+			if harnessKey(m.harness[i].text) == key {
 				m.harness[i].ids = append(m.harness[i].ids, msg.ID)
+				m.harness[i].earlier = false
 				return
 			}
 		}
@@ -315,6 +334,12 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 		}
 	}
 	m.users = append(m.users, userMsg{ids: []string{msg.ID}, text: t})
+}
+
+// harnessKey tells harness reminders apart by their opening, whitespace
+// folded (a folded briefing's quote lost its blank lines).
+func harnessKey(t string) string {
+	return headOf(strings.Join(strings.Fields(strings.TrimSuffix(t, " […]")), " "), 100)
 }
 
 // harnessQuote is how much of a harness message or a tool error in the
@@ -369,9 +394,11 @@ func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts
 		m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: own})
 	}
 	for _, s := range tf.decisions {
-		m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
+		if !slices.ContainsFunc(m.notes, func(n note) bool { return n.text == s }) {
+			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
+		}
 	}
-	if len(msg.ToolCalls) == 0 {
+	if len(msg.ToolCalls) == 0 && m.dialogue {
 		m.asked = &note{id: msg.ID, n: len(m.steps), text: thought}
 		m.told = append(m.told, note{id: msg.ID, n: len(m.steps), text: thought})
 	}
@@ -381,10 +408,13 @@ var (
 	intentRe = regexp.MustCompile(`(?i)^(?:now,? |next,? |then,? |first,? |finally,? |(?:after|once|when|if) [^,]{1,60}, )?(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|we need to|I should|I want to|my next step|the next step)\b`)
 	// decisionRe marks a sentence that decides, explains a cause, or
 	// concludes from evidence.
-	decisionRe = regexp.MustCompile(`(?i)\b(?:instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
+	decisionRe = regexp.MustCompile(`(?i)\b(?:it(?:'s| is) (?:possible|likely) that|(?:is|are) (?:likely|probably) (?:related|caused|due)|instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
 )
 
 func isIntention(s string) bool { return intentRe.MatchString(s) }
+
+// hypothesisRe marks a lead rather than a decision.
+var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect)\b`)
 
 // laterRe marks an intention for after the message's own call.
 var laterRe = regexp.MustCompile(`(?i)^(?:after|once|when|then|next|later|finally|afterwards)\b`)
@@ -515,9 +545,10 @@ func toolComplaint(line string) bool {
 
 // editFailed reports an editor's refusal ("No replacement was performed").
 func editFailed(o *output) bool {
-	for _, l := range headLines(o.lines, 3) {
+	for _, l := range headLines(o.lines, 4) {
 		if strings.Contains(l, "No replacement was performed") || strings.Contains(l, "did not appear verbatim") ||
-			strings.HasPrefix(l, "Your proposed edit has introduced new syntax error") {
+			strings.Contains(l, "Your proposed edit has introduced new syntax error") ||
+			strings.Contains(l, "edit was not applied") || strings.Contains(l, "NOT applied") {
 			return true
 		}
 	}
@@ -758,7 +789,7 @@ func (m *model) trackError(s *step) {
 	if !s.failed {
 		for _, e := range m.errors {
 			if e.resolved == "" && e.key == key {
-				e.resolved = s.lastID()
+				e.resolved = s.id()
 				e.fix = m.fixBetween(e, s)
 			}
 		}
@@ -782,20 +813,20 @@ func (m *model) trackError(s *step) {
 	}
 	for _, e := range m.errors {
 		if e.line == line && e.key == key && e.resolved == "" {
-			e.ids = append(e.ids, s.lastID())
+			e.ids = append(e.ids, s.id())
 			e.n = s.n
 			e.count++
 			return
 		}
 	}
-	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.lastID()}, key: key, n: s.n, count: 1})
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1})
 }
 
 // resolvedFailure reports whether a failed step's error was resolved
 // later in the span.
 func (m *model) resolvedFailure(s *step) bool {
 	for _, e := range m.errors {
-		if e.resolved != "" && slices.Contains(e.ids, s.lastID()) {
+		if e.resolved != "" && slices.Contains(e.ids, s.id()) {
 			return true
 		}
 	}
@@ -986,6 +1017,12 @@ func (m *model) userSaid(v string) bool {
 		}
 	}
 	return false
+}
+
+// usedLater reports whether a call after a record was read passed its id.
+func (m *model) usedLater(r *recordState) bool {
+	n, ok := m.argValues[r.id]
+	return ok && n > r.n
 }
 
 // prefersField reports whether the system prompt names a record field.

@@ -45,6 +45,7 @@ type output struct {
 	// title and fields are an HTML page's title and its form's inputs.
 	title  string
 	fields []string
+	links  []string // the page's link targets
 	// body is the cleaned output, bounded, for records (JSON) and HTTP
 	// diffs.
 	body string
@@ -71,6 +72,7 @@ var (
 	errorLineRe  = regexp.MustCompile(`(?i)^(?:error|fatal|panic)\b[:\s].*|.*\b(?:No such file or directory|command not found|Permission denied|Segmentation fault|cannot access|not recognized|Traceback)\b.*|^E\s{2,}\S.*|.*:\s*(?:error|Error):.*`)
 	missingRe    = regexp.MustCompile(`(?:cannot access|can't open|cannot open|No such file or directory:?|does not exist)[:\s]*'?"?([^'"\s:]+)?`)
 	titleRe      = regexp.MustCompile(`(?is)<title>\s*(.*?)\s*</title>`)
+	hrefRe       = regexp.MustCompile(`(?i)<a\b[^>]*\bhref=["']([^"'#>]+)["']`)
 	inputRe      = regexp.MustCompile(`(?i)<(?:input|textarea|select)\b[^>]*\bname=(?:"([^"]+)"|'([^']+)'|([^\s>]+))[^>]*>`)
 	formRe       = regexp.MustCompile(`(?i)<form\b[^>]*>`)
 	tagRe        = regexp.MustCompile(`<[^>]{0,300}>`)
@@ -98,6 +100,9 @@ func readOutput(text string, keepWarnings bool) output {
 	if h := headOf(text, 3000); strings.Contains(h, "<title>") || strings.Contains(h, "<html") || strings.Contains(h, "<!DOCTYPE") {
 		if m := titleRe.FindStringSubmatch(headOf(text, 4000)); m != nil {
 			o.title = clip(m[1], 100)
+		}
+		for _, m := range hrefRe.FindAllStringSubmatch(headOf(text, 20000), 12) {
+			o.links = appendNew(o.links, m[1])
 		}
 		if formRe.MatchString(text) {
 			for _, m := range inputRe.FindAllStringSubmatch(headOf(text, 20000), 20) {

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/binary"
 	"hash/maphash"
+	"sort"
 	"strings"
 	"sync"
 
@@ -167,6 +168,27 @@ func (c *Cache) text(t string) *textFacts {
 	return c.put(&cacheEntry{key: k, text: f, cost: 256 + len(t)}).text
 }
 
+// idents returns the distinct identifiers of a briefing line.
+func (c *Cache) idents(t string) []string {
+	if c == nil {
+		return distinctIdents(t)
+	}
+	k := maphash.String(c.seed, t) ^ 0x517cc1b727220a95 // apart from other keys
+	c.mu.Lock()
+	if e, ok := c.items[k]; ok && e.Value.(*cacheEntry).text != nil {
+		c.ll.MoveToFront(e)
+		ids := e.Value.(*cacheEntry).text.idents
+		c.mu.Unlock()
+		return ids
+	}
+	c.mu.Unlock()
+	f := &textFacts{idents: distinctIdents(t)}
+	if f.idents == nil {
+		f.idents = []string{}
+	}
+	return c.put(&cacheEntry{key: k, text: f, cost: 64 + len(t)}).text.idents
+}
+
 // put adds an entry (or returns the one another reader added first) and
 // evicts the least recently used beyond the bounds.
 func (c *Cache) put(e *cacheEntry) *cacheEntry {
@@ -219,7 +241,7 @@ func distinctIdents(t string) []string {
 // readStep reads one call and its result.
 func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *stepFacts {
 	f := &stepFacts{call: classifyCall(tc.Function.Name, tc.Function.Arguments)}
-	f.argIDs = distinctIdents(tc.Function.Arguments)
+	f.argIDs = distinctIdents(argText(tc.Function.Arguments))
 	if result != nil {
 		text := result.Content.String()
 		f.outIDs = distinctIdents(text)
@@ -260,6 +282,51 @@ func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *s
 		}
 	}
 	return f
+}
+
+// argText is the text of a call's arguments: the JSON's string values
+// decoded (so an escaped "\u003c" is not read as a word), or the raw
+// arguments when they are not JSON.
+func argText(raw string) string {
+	a := parseArgs(raw)
+	if a == nil {
+		return raw
+	}
+	var b strings.Builder
+	for _, k := range sortedKeysOf(a) {
+		b.WriteString(condenseArg(a[k]))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func condenseArg(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = condenseArg(e)
+		}
+		return strings.Join(parts, " ")
+	case map[string]any:
+		var parts []string
+		for _, k := range sortedKeysOf(x) {
+			parts = append(parts, condenseArg(x[k]))
+		}
+		return strings.Join(parts, " ")
+	}
+	return scalarString(v)
+}
+
+func sortedKeysOf(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // editWhat describes a SWE-agent "edit A:B" by its line range and first

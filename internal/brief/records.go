@@ -345,6 +345,9 @@ func (r *record) line(prefer func(string) bool, max int) string {
 		if holdsIDs(f.value) {
 			n++
 		}
+		if looksLikeDate(f.value) {
+			n += 2 // policies reason about dates (bookings older than 24 h)
+		}
 		return -n
 	}
 	sort.SliceStable(fields, func(i, j int) bool { return rank(fields[i]) < rank(fields[j]) })

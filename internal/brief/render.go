@@ -58,8 +58,10 @@ type item struct {
 	order float64 // position within its section
 	level int     // chosen level; -1 when left out
 	steps []*step // the steps it tells, for the left-out line
-	// identsAt caches the identifiers of each level's text.
+	// identsAt caches the identifiers of each level's text, read through
+	// cache (the same step's line is the same text at every re-compaction).
 	identsAt [levels][]string
+	cache    *Cache
 	// group ties a table's rows to its header, which prints only with a row.
 	group  string
 	header bool
@@ -72,7 +74,7 @@ type item struct {
 // once per level.
 func (it *item) textIdents() []string {
 	if it.identsAt[it.level] == nil {
-		it.identsAt[it.level] = distinctIdents(it.texts[it.level])
+		it.identsAt[it.level] = it.cache.idents(it.texts[it.level])
 		if it.identsAt[it.level] == nil {
 			it.identsAt[it.level] = []string{}
 		}
@@ -111,9 +113,11 @@ func estimate(s string) float64 { return float64(len(s))/3.3 + 1 }
 
 // layout is the items of a briefing and the budget they share.
 type layout struct {
-	m      *model
-	items  []*item
-	head   string
+	m     *model
+	items []*item
+	head  string
+	// foot is the last line: how the compacted originals can be read back.
+	foot   string
 	focus  []string
 	budget int // tokens for the wrapped text
 	count  func(string) int
@@ -165,7 +169,8 @@ func (l *layout) build(userCap int) {
 	// Harness reminders in the user role: each distinct one quoted once
 	// (its opening, verbatim), marked as not the user's.
 	for k, h := range m.harness {
-		l.add(&item{sec: secUser, must: true, ids: h.ids, order: 1e6 + float64(k)},
+		// One quoted by an earlier briefing only competes for room.
+		l.add(&item{sec: secUser, must: !h.earlier, prio: 2, ids: h.ids, order: 1e6 + float64(k)},
 			"["+rangeOf(h.ids)+"] "+harnessMark+quoteHead(h.text, harnessQuote))
 	}
 
@@ -194,7 +199,7 @@ func (l *layout) add(it *item, text string) *item {
 // quoteHead quotes the first n bytes of a text verbatim (newlines kept),
 // marking a cut.
 func quoteHead(t string, n int) string {
-	if len(t) <= n {
+	if len(t) <= n || strings.HasSuffix(t, " […]") {
 		return t
 	}
 	return headOf(t, n) + " […]"
@@ -309,6 +314,9 @@ func readParts(f *fileState, views []*step) string {
 			} else {
 				what = "whole"
 			}
+		}
+		if strings.Contains(s.f.out.body, " characters elided …]") {
+			what += " (the harness cut the output)"
 		}
 		parts = append(parts, what+" ["+s.id()+"]")
 	}
@@ -604,6 +612,14 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 	if len(r.changed) > 0 {
 		it.prio++
 	}
+	switch {
+	case m.userSaid(r.id):
+		// The record the user named (their profile, the reservation they
+		// gave): what the conversation is about.
+		it.prio += 0.25
+	case m.usedLater(r):
+		it.prio += 0.25 // a later call acted on it
+	}
 	if cols == nil {
 		rest := r.rec
 		rest.id = ""
@@ -614,7 +630,19 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 		})
 		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
 		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
-		it.texts[levelMin] = head + rest.line(m.prefersField, 90)
+		// The least detail keeps the short values (a cabin, a flag, a date)
+		// and the ids of the long ones, as table rows do.
+		brief := rest
+		brief.fields = nil
+		for _, f := range rest.fields {
+			if len(f.value) > minCell && !looksLikeDate(f.value) {
+				if f.value = idsOnly(f.value); f.value == "…" {
+					continue
+				}
+			}
+			brief.fields = append(brief.fields, f)
+		}
+		it.texts[levelMin] = head + brief.line(m.prefersField, 300)
 	} else {
 		// Cells are cut one by one so that the columns stay aligned; the
 		// least detail keeps the short cells (a cabin, a flag, a date)
@@ -737,6 +765,8 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		}
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids}
 		it.texts[levelFull] = "- " + clip(e.line, 220) + where + " " + ids + ": " + status
+		// The error's message is what prevents repeating it: kept whole
+		// unless the room is at its tightest.
 		it.texts[levelShort] = "- " + clip(e.line, 130) + " " + ids + ": " + clip(status, 90)
 		short := "unresolved"
 		if e.resolved != "" {
@@ -762,12 +792,29 @@ func (l *layout) buildErrors(recency func(int) float64) {
 func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	for k, nt := range m.notes {
-		it := &item{sec: secNotes, prio: 4.5 + 3*recency(nt.n), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + noteWeight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
 		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
 		l.items = append(l.items, it)
 	}
 }
+
+// noteWeight ranks a decision by what it names and how firmly it decides:
+// "I should revert lines 987 and 1671" over "I suspect it was that".
+func noteWeight(t string) float64 {
+	w := 0.0
+	if strongDecisionRe.MatchString(t) {
+		w += 1
+	}
+	n := len(ident.Identifiers(t)) + strings.Count(t, "`")/2 + len(lineNumbers(t))
+	w += math.Min(1.5, 0.5*float64(n))
+	if hypothesisRe.MatchString(t) {
+		w -= 0.5
+	}
+	return w
+}
+
+var strongDecisionRe = regexp.MustCompile(`(?i)\b(?:should (?:revert|keep|only|not|use|change)|instead|decided|revert|because|root cause|the (?:fix|cause|bug|issue|problem) (?:is|was))\b`)
 
 // buildTold: what the assistant told the user, newest first when short of
 // room (a refusal and its reason, an offer awaiting an answer).
@@ -1036,6 +1083,9 @@ func (l *layout) render(x *extras) string {
 			b.WriteString("\n" + it.text())
 		}
 	}
+	if l.foot != "" {
+		b.WriteString("\n" + l.foot)
+	}
 	return b.String()
 }
 
@@ -1071,11 +1121,20 @@ func (l *layout) index(text string, room, scale float64) string {
 	bonus := map[string]bool{}
 	var lost []identScore
 	for _, it := range l.items {
-		if it.level >= 0 {
+		if it.level == levelFull || len(it.idents) == 0 {
 			continue
 		}
+		// A line left out, or shown shorter, loses identifiers its full
+		// text had.
+		var shown map[string]bool
+		if it.level >= 0 {
+			shown = map[string]bool{}
+			for _, id := range it.textIdents() {
+				shown[id] = true
+			}
+		}
 		for _, id := range it.idents {
-			if bonus[id] || ident.IsNumeric(id) || messageIDRe.MatchString(id) || l.msgIDs[id] {
+			if shown[id] || bonus[id] || ident.IsNumeric(id) || isMessageID(id) || l.msgIDs[id] {
 				continue
 			}
 			bonus[id] = true
@@ -1153,7 +1212,7 @@ func (l *layout) scoreIdents() {
 	}
 	var order []string
 	add := func(id string, s float64) {
-		if l.msgIDs[id] || messageIDRe.MatchString(id) {
+		if l.msgIDs[id] || isMessageID(id) {
 			return
 		}
 		if _, ok := l.baseScore[id]; !ok {
@@ -1194,16 +1253,19 @@ func identKindScore(id string) float64 {
 	if ident.IsNumeric(id) {
 		return s
 	}
-	s += 2
 	switch {
-	case ident.IsPath(id) && strings.Contains(id, "/"):
-		s += 1.5
-	case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
-		s += 2.5
 	case strings.HasPrefix(id, "http"):
-		s += 1
+		s += 3
+	case strings.Contains(id, "/") && ident.IsPath(baseName(id)):
+		s += 3.5 // a file path
+	case strings.HasSuffix(id, "Error") || strings.HasSuffix(id, "Exception"):
+		s += 4.5
 	case isCode(id):
-		s += 1.5
+		s += 3.5
+	case strings.ContainsAny(id, "0123456789"):
+		s += 2 // an id
+	default:
+		s += 1 // a name from the code (`xa.dtype`): the text around it says more
 	}
 	if len(id) > 60 {
 		s--
@@ -1220,8 +1282,18 @@ func mentionedIDs(t string) []string {
 
 var messageIDsRe = regexp.MustCompile(`\bm\d{3,}\b`)
 
-// messageIDRe matches the message ids briefings cite (m0012).
-var messageIDRe = regexp.MustCompile(`^m\d{3,}$`)
+// isMessageID reports a message id as briefings cite it (m0012).
+func isMessageID(s string) bool {
+	if len(s) < 4 || s[0] != 'm' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
 
 // isCode reports an upper-case code mixing letters and digits (HAT247,
 // 8C8K4E, E501): a record or an error the agent may quote again.

@@ -113,15 +113,35 @@ func (m *model) lastCheck() string {
 		return ""
 	}
 	var check *step
+	if s := m.steps[lastChange]; runsAfterChange(s) {
+		check = s // sed -i … && python x.py: the same command checked it
+	}
 	for _, s := range m.steps[lastChange+1:] {
-		if s.f.call.kind == kindTest || s.f.call.kind == kindRun {
+		if s.f.call.kind == kindTest || s.f.call.kind == kindRun || s.f.call.kind == kindHTTP {
 			check = s
 		}
 	}
 	if check == nil {
-		return "not run or tested since the last change [" + m.steps[lastChange].id() + "]"
+		return "not run, tested or sent since the last change [" + m.steps[lastChange].id() + "]"
 	}
 	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(resultText(m, check, levelShort), 160)
+}
+
+// runsAfterChange reports whether a command both changed a file and ran
+// something after the change.
+func runsAfterChange(s *step) bool {
+	changed := false
+	for _, op := range s.f.call.ops {
+		switch op.op {
+		case kindEdit, kindWrite:
+			changed = true
+		case kindRun:
+			if changed {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // allNoop reports a step whose every change changes nothing.
@@ -181,7 +201,7 @@ func (m *model) nextText() string {
 	// Nothing stated is open: say where things stand, then hand over.
 	var parts []string
 	if c := m.lastCheck(); strings.HasPrefix(c, "last check") {
-		parts = append(parts, "no stated step is left open; the "+c)
+		parts = append(parts, "the "+c)
 	}
 	var scratch []string
 	for _, f := range m.sortedFiles() {
@@ -190,7 +210,7 @@ func (m *model) nextText() string {
 		}
 	}
 	if len(scratch) > 0 {
-		parts = append(parts, "files created in this span are still present ("+strings.Join(headLines(scratch, 4), ", ")+moreCount(len(scratch), 4)+"): remove them before finishing unless they belong to the result")
+		parts = append(parts, "files created in this span are still present: "+strings.Join(headLines(scratch, 4), ", ")+moreCount(len(scratch), 4))
 	}
 	parts = append(parts, "continue from the kept messages below (the span ends at "+m.last+").")
 	return strings.Join(parts, "; ")

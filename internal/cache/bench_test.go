@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/cache/cachetest"
 	"github.com/briefd/briefd/internal/redistest"
@@ -35,6 +36,26 @@ func BenchmarkPut(b *testing.B) {
 			for b.Loop() {
 				pos++
 				if _, err := s.Put(ctx, briefing("bench", "put", "m"+strconv.FormatInt(pos, 10), pos)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPutStatus measures the status write the worker makes for every
+// snapshot it handles (a skip included), next to Put's figure.
+func BenchmarkPutStatus(b *testing.B) {
+	for name, s := range benchStores(b) {
+		b.Run(name, func(b *testing.B) {
+			ctx := b.Context()
+			var seq uint64
+			for b.Loop() {
+				seq++
+				st := &briefd.Status{Tenant: "bench", ConversationID: "status", Seq: seq, Outcome: briefd.OutcomeSkipped,
+					Reason: "below_trigger", Detail: "below trigger: 8213 tokens <= 83200 (0.65 x 128000)", Messages: 31,
+					Tokens: 8213, TriggerTokens: 83200, At: time.Now()}
+				if err := s.PutStatus(ctx, st); err != nil {
 					b.Fatal(err)
 				}
 			}

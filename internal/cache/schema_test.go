@@ -14,7 +14,17 @@ import (
 // briefd.Briefing: the same property names, and required fields that the
 // struct always writes (no omitempty).
 func TestBriefingSchema(t *testing.T) {
-	data, err := os.ReadFile("../../docs/schema/briefing.v1.json")
+	checkSchema[briefd.Briefing](t, "../../docs/schema/briefing.v1.json")
+}
+
+// TestStatusSchema does the same for docs/schema/status.v1.json.
+func TestStatusSchema(t *testing.T) {
+	checkSchema[briefd.Status](t, "../../docs/schema/status.v1.json")
+}
+
+func checkSchema[T any](t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,32 +37,32 @@ func TestBriefingSchema(t *testing.T) {
 		t.Fatalf("schema is not valid JSON: %v", err)
 	}
 	fields := map[string]bool{} // json name -> omitempty
-	typ := reflect.TypeFor[briefd.Briefing]()
+	typ := reflect.TypeFor[T]()
 	for f := range typ.Fields() {
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		fields[name] = strings.Contains(opts, "omitempty")
 	}
 	for name := range fields {
 		if _, ok := schema.Properties[name]; !ok {
-			t.Errorf("field %q of briefd.Briefing is missing from the schema", name)
+			t.Errorf("field %q of %s is missing from the schema", name, typ)
 		}
 	}
 	for name := range schema.Properties {
 		if _, ok := fields[name]; !ok {
-			t.Errorf("schema property %q is not a field of briefd.Briefing", name)
+			t.Errorf("schema property %q is not a field of %s", name, typ)
 		}
 	}
 	for _, name := range schema.Required {
 		if omit, ok := fields[name]; !ok || omit {
-			t.Errorf("schema requires %q, which briefd.Briefing may omit", name)
+			t.Errorf("schema requires %q, which %s may omit", name, typ)
 		}
 	}
 	for _, ex := range schema.Examples {
-		var b briefd.Briefing
+		var v T
 		dec := json.NewDecoder(strings.NewReader(string(ex)))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&b); err != nil {
-			t.Errorf("schema example does not decode into briefd.Briefing: %v", err)
+		if err := dec.Decode(&v); err != nil {
+			t.Errorf("schema example does not decode into %s: %v", typ, err)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package compact
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/briefd/briefd"
 )
@@ -22,12 +23,34 @@ type cut struct {
 }
 
 // pinnedFlags returns briefd.Pinned for every message in one pass (calling
-// Pinned per message would be quadratic on long histories).
-func pinnedFlags(msgs []briefd.Message) []bool {
+// Pinned per message would be quadratic on long histories), also true for
+// the messages whose ids are in pin (a snapshot's control). Ids the history
+// lacks are ignored; pinning a message that cannot be pinned (a tool
+// message, an assistant message with tool calls, a spliced briefing) is
+// an error matching briefd.ErrInvalidControl.
+func pinnedFlags(msgs []briefd.Message, pin []string) ([]bool, error) {
+	var byID map[string]bool
+	if len(pin) > 0 {
+		byID = make(map[string]bool, len(pin))
+		for _, id := range pin {
+			byID[id] = true
+		}
+	}
 	flags := make([]bool, len(msgs))
 	seenUser := false
 	for i := range msgs {
 		m := &msgs[i]
+		if byID[m.ID] {
+			switch {
+			case m.IsBriefing():
+				return nil, fmt.Errorf("%w: pin %q: a spliced briefing is folded into the next one, never pinned", briefd.ErrInvalidControl, m.ID)
+			case m.Role == briefd.RoleTool:
+				return nil, fmt.Errorf("%w: pin %q: a tool message cannot be pinned (its call would be compacted without it)", briefd.ErrInvalidControl, m.ID)
+			case len(m.ToolCalls) > 0:
+				return nil, fmt.Errorf("%w: pin %q: an assistant message with tool calls cannot be pinned (its results would be compacted without it)", briefd.ErrInvalidControl, m.ID)
+			}
+			flags[i] = true
+		}
 		if m.IsBriefing() {
 			continue
 		}
@@ -41,7 +64,23 @@ func pinnedFlags(msgs []briefd.Message) []bool {
 			seenUser = true
 		}
 	}
-	return flags
+	return flags, nil
+}
+
+// pinnedByID returns the ids of the messages of head that are pinned only
+// because pin names them (briefd.Pinned would not keep them): the
+// briefing lists them so that Splice keeps them too.
+func pinnedByID(head []briefd.Message, pin []string) []string {
+	if len(pin) == 0 {
+		return nil
+	}
+	var out []string
+	for i := range head {
+		if !briefd.Pinned(head, i) && slices.Contains(pin, head[i].ID) {
+			out = append(out, head[i].ID)
+		}
+	}
+	return out
 }
 
 // boundary chooses the first kept message of a valid history whose message

@@ -52,7 +52,7 @@ func TestBoundary(t *testing.T) {
 				tt.cfg(&cfg)
 			}
 			msgs, counts := parseSpec(t, tt.spec)
-			got, err := cfg.boundary(msgs, counts, pinnedFlags(msgs), false)
+			got, err := cfg.boundary(msgs, counts, defaultPinned(msgs), false)
 			if tt.wantErr != "" {
 				if !errors.Is(err, ErrNoBoundary) || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want ErrNoBoundary with %q", err, tt.wantErr)
@@ -83,11 +83,20 @@ func TestPinnedFlagsMatchesPinned(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
 		msgs := genHistory(r, 1+r.IntN(40))
-		flags := pinnedFlags(msgs)
+		flags := defaultPinned(msgs)
 		for i := range msgs {
 			if flags[i] != briefd.Pinned(msgs, i) {
 				t.Fatalf("message %d (%s): pinnedFlags %v, Pinned %v", i, msgs[i].String(), flags[i], !flags[i])
 			}
 		}
 	}
+}
+
+// defaultPinned is pinnedFlags without pins by id, which cannot fail.
+func defaultPinned(msgs []briefd.Message) []bool {
+	flags, err := pinnedFlags(msgs, nil)
+	if err != nil {
+		panic(err)
+	}
+	return flags
 }

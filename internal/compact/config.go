@@ -58,6 +58,10 @@ type Config struct {
 	KeepFraction float64
 	// KeepCapTokens caps the kept budget. Default 40,000.
 	KeepCapTokens int
+	// KeepTokens, when positive, is the kept budget in tokens, replacing
+	// KeepFraction and KeepCapTokens (a snapshot's control sets it per
+	// conversation). Zero: off, the default.
+	KeepTokens int
 	// MinKeepMessages is the fewest messages the kept tail holds
 	// (min_uncompressed); the floor used is max(KeepFloor, MinKeepMessages).
 	// Default 10.
@@ -213,8 +217,15 @@ func (c Config) Validate() error {
 	if c.MinBriefingTokens > c.MaxBriefingTokens {
 		return bad("MinBriefingTokens", c.MinBriefingTokens, "above MaxBriefingTokens %d", c.MaxBriefingTokens)
 	}
+	if c.KeepTokens < 0 {
+		return bad("KeepTokens", c.KeepTokens, "must be positive or 0 (off)")
+	}
 	if keep, trig := c.KeepBudget(), c.TriggerTokens(); keep >= trig {
-		return bad("KeepFraction", c.KeepFraction,
+		field, v := "KeepFraction", any(c.KeepFraction)
+		if c.KeepTokens > 0 {
+			field, v = "KeepTokens", c.KeepTokens
+		}
+		return bad(field, v,
 			"kept budget %d tokens is not below the trigger %d tokens: nothing would ever compact", keep, trig)
 	}
 	return nil
@@ -227,10 +238,13 @@ func (c Config) TriggerTokens() int {
 	return min(int(c.TriggerFraction*float64(c.ContextWindow)), c.HardCapTokens)
 }
 
-// KeepBudget is the most tokens the kept tail aims at:
-// min(KeepFraction x ContextWindow, KeepCapTokens). Call it on a config with
-// defaults applied.
+// KeepBudget is the most tokens the kept tail aims at: KeepTokens when
+// set, else min(KeepFraction x ContextWindow, KeepCapTokens). Call it on a
+// config with defaults applied.
 func (c Config) KeepBudget() int {
+	if c.KeepTokens > 0 {
+		return c.KeepTokens
+	}
 	return min(int(c.KeepFraction*float64(c.ContextWindow)), c.KeepCapTokens)
 }
 
@@ -247,7 +261,35 @@ func (c Config) keepFloor() int { return max(KeepFloor, c.MinKeepMessages) }
 func (c Config) briefingBudget(spanTokens, foldedTokens int) int {
 	b := int(c.BriefingRatio*float64(spanTokens-foldedTokens)) + foldedTokens
 	b = min(b, int(c.MaxBriefingFraction*float64(c.ContextWindow)))
-	return min(max(b, c.MinBriefingTokens), c.MaxBriefingTokens)
+	b = min(max(b, c.MinBriefingTokens), c.MaxBriefingTokens)
+	// A briefing of a small span must still shrink it: at most the folded
+	// briefing and three quarters of the new messages (the writer grows it
+	// only for what it must carry, and the engine then says the history
+	// would not shrink).
+	return max(min(b, foldedTokens+(spanTokens-foldedTokens)*3/4), min(b, 256))
+}
+
+// withControl returns c with a snapshot's control applied: its trigger
+// fraction and kept budget replace c's. The result is checked as a Config
+// is; a problem is an error matching briefd.ErrInvalidControl (and
+// ErrInvalidConfig) that names the setting and the limit it broke.
+func (c Config) withControl(ctl briefd.Control) (Config, error) {
+	if err := ctl.Validate(); err != nil {
+		return c, err
+	}
+	if ctl.TriggerFraction == 0 && ctl.KeepTokens == 0 {
+		return c, nil
+	}
+	if ctl.TriggerFraction > 0 {
+		c.TriggerFraction = ctl.TriggerFraction
+	}
+	if ctl.KeepTokens > 0 {
+		c.KeepTokens = ctl.KeepTokens
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("%w: %w", briefd.ErrInvalidControl, err)
+	}
+	return c, nil
 }
 
 // overhead returns the per-message overhead with -1 meaning none.

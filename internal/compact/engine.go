@@ -137,7 +137,30 @@ type Request struct {
 	// Focus is free text naming what the briefing must keep above all
 	// ("everything about the migration"); what it names ranks higher.
 	Focus string
+	// Control is what the snapshot asks (see briefd.Control): mode now
+	// forces, as Force does; mode never answers "not compacted" (Skip
+	// SkipDisabled); TriggerFraction and KeepTokens replace the
+	// configuration's for this request; Pin pins messages by id; Focus
+	// adds to Focus. A control the engine cannot honour (the kept budget
+	// not below the trigger, a tool message pinned) is an error matching
+	// briefd.ErrInvalidControl.
+	Control briefd.Control
 }
+
+// Skip says why a Result is not compacted.
+type Skip string
+
+// The reasons for not compacting, as a short code (Result.Reason has the
+// detail).
+const (
+	// SkipBelowTrigger: no trigger fired.
+	SkipBelowTrigger Skip = "below_trigger"
+	// SkipNothingToCompact: a trigger fired, but the span would be empty
+	// or the briefing would not shrink the history.
+	SkipNothingToCompact Skip = "nothing_to_compact"
+	// SkipDisabled: the request's control says never.
+	SkipDisabled Skip = "disabled"
+)
 
 // Result is the outcome of Compact. When Compacted is false, Reason says
 // why and Messages is the input.
@@ -167,6 +190,13 @@ type Result struct {
 	// Coverage is the deterministic briefing's report on itself: what of
 	// the span it carries and what it left out for size.
 	Coverage *brief.Coverage
+	// Skip is why the history was not compacted; empty when it was.
+	Skip Skip
+	// TriggerTokens is the token count above which token pressure
+	// triggers for this request (Config.TriggerTokens with the request's
+	// control applied), so that a caller can say "N tokens now, trigger
+	// at M".
+	TriggerTokens int
 }
 
 // Compact runs the pipeline on one history: validate, count, trigger,
@@ -183,23 +213,36 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	case err != nil:
 		return nil, fmt.Errorf("compact: conversation %q: count tokens: %w", req.ConversationID, err)
 	}
+	cfg, err := e.cfg.withControl(req.Control)
+	if err != nil {
+		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
+	}
+	pinned, err := pinnedFlags(msgs, req.Control.Pin)
+	if err != nil {
+		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
+	}
+	force := req.Force || req.Control.Mode == briefd.ModeNow
+	focus := strings.TrimSpace(strings.Join([]string{req.Focus, req.Control.Focus}, "\n"))
+
 	counts, total := kn.counts, kn.total
-	res := &Result{Boundary: -1, Messages: msgs, TokensBefore: total}
-	notCompacted := func(reason string) (*Result, error) {
-		res.Reason = reason
+	res := &Result{Boundary: -1, Messages: msgs, TokensBefore: total, TriggerTokens: cfg.TriggerTokens()}
+	notCompacted := func(skip Skip, reason string) (*Result, error) {
+		res.Skip, res.Reason = skip, reason
 		log.Debug("not compacted", "reason", reason, "tokens", total)
 		return res, nil
 	}
-
-	fire, why := e.cfg.trigger(msgs, total, req.Force || req.IgnoreTrigger)
-	if !fire {
-		return notCompacted(why)
+	if req.Control.Mode == briefd.ModeNever {
+		return notCompacted(SkipDisabled, fmt.Sprintf("compaction disabled by the snapshot's control (mode never) at %d tokens", total))
 	}
 
-	pinned := pinnedFlags(msgs)
-	at, err := e.cfg.boundary(msgs, counts, pinned, req.Force)
+	fire, why := cfg.trigger(msgs, total, force || req.IgnoreTrigger)
+	if !fire {
+		return notCompacted(SkipBelowTrigger, why)
+	}
+
+	at, err := cfg.boundary(msgs, counts, pinned, force)
 	if err != nil {
-		return notCompacted(err.Error())
+		return notCompacted(SkipNothingToCompact, err.Error())
 	}
 	reason := strings.Join(append([]string{why}, at.notes...), "; ")
 
@@ -209,9 +252,9 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	if len(span) > 0 && span[0].IsBriefing() {
 		folded = e.counter.CountMessage(&span[0])
 	}
-	budget := e.cfg.briefingBudget(spanTokens, folded)
+	budget := cfg.briefingBudget(spanTokens, folded)
 	in := brief.Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count,
-		Cache: e.steps, UserCapTokens: e.cfg.UserCapTokens, Focus: req.Focus}
+		Cache: e.steps, UserCapTokens: cfg.UserCapTokens, Focus: focus}
 	draft, err := e.brief(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -231,9 +274,10 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		Structured:     draft.Structured,
 		Tier:           briefd.TierDeterministic,
 		EngineVersion:  EngineVersion,
-		InputHash:      kn.spanHash(msgs, pinned, at.index),
+		InputHash:      kn.spanHash(msgs, pinned, req.Control.Pin, at.index),
 		Depth:          depth(draft.Depth, span, prev),
 		CompactedIDs:   ids(span),
+		PinnedIDs:      pinnedByID(head, req.Control.Pin),
 		TokensBefore:   total,
 		SpanTokens:     spanTokens,
 	}
@@ -275,7 +319,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	b.TokensAfter = pinnedTokens + b.BriefingTokens + at.keptTokens
 	b.CreatedAt = e.now().UTC()
 	if b.TokensAfter >= total {
-		return notCompacted(fmt.Sprintf("%s: the briefing would not shrink the history (%d tokens after >= %d before; span %d tokens, briefing %d)",
+		return notCompacted(SkipNothingToCompact, fmt.Sprintf("%s: the briefing would not shrink the history (%d tokens after >= %d before; span %d tokens, briefing %d)",
 			ErrNoBoundary, b.TokensAfter, total, spanTokens, b.BriefingTokens))
 	}
 

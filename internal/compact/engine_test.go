@@ -423,7 +423,7 @@ func checkResult(t testing.TB, e *Engine, req Request, res *Result) {
 	if msgs[cut].Role == briefd.RoleTool {
 		fail("the kept tail starts with a tool result")
 	}
-	pinned := pinnedFlags(msgs)
+	pinned := defaultPinned(msgs)
 	var span, head []string
 	for i := range cut {
 		if pinned[i] {
@@ -483,7 +483,7 @@ func checkResult(t testing.TB, e *Engine, req Request, res *Result) {
 		tailTokens += n
 	}
 	kept := len(msgs) - cut
-	budget, floor, _ := cfg.keepLimits(counts, pinnedFlags(msgs), req.Force)
+	budget, floor, _ := cfg.keepLimits(counts, defaultPinned(msgs), req.Force)
 	// Fewer than the floor only from a message over the budget by itself.
 	if kept < floor && !slices.ContainsFunc(counts[cut:], func(c int) bool { return c > budget }) {
 		fail("tail of %d messages, floor %d, none over the budget alone", kept, floor)

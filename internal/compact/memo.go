@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"hash"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -88,6 +89,7 @@ type memo struct {
 	counts []int
 	v      *briefd.Validator // validated msgs; nil after a failure
 	marks  []hashMark        // increasing upto
+	pins   string            // the control's pins the marks were made with
 }
 
 // hashMark is the SHA-256 state after hashing the span messages among
@@ -217,9 +219,10 @@ func sameMessage(a, b *briefd.Message) bool {
 const markEvery = 64
 
 // spanHash returns SpanHash of the non-pinned messages of msgs before
-// boundary, hashing only what follows the latest checkpoint the memo
-// holds for the unchanged prefix, and checkpointing as it goes.
-func (k *known) spanHash(msgs []briefd.Message, pinned []bool, boundary int) string {
+// boundary (pinned as the control's pins say), hashing only what follows
+// the latest checkpoint the memo holds for the unchanged prefix and the
+// same pins, and checkpointing as it goes.
+func (k *known) spanHash(msgs []briefd.Message, pinned []bool, pins []string, boundary int) string {
 	if k.m == nil {
 		return spanHashFrom(sha256.New(), msgs, pinned, 0, boundary, nil)
 	}
@@ -229,6 +232,10 @@ func (k *known) spanHash(msgs []briefd.Message, pinned []bool, boundary int) str
 	if m.gen != k.gen {
 		// Another request of the conversation came in between.
 		return spanHashFrom(sha256.New(), msgs, pinned, 0, boundary, nil)
+	}
+	if key := strings.Join(pins, "\x00"); key != m.pins {
+		// Other pins, another span.
+		m.marks, m.pins = nil, key
 	}
 	h := sha256.New()
 	from := 0

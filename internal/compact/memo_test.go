@@ -69,6 +69,15 @@ func TestMemoMatchesFresh(t *testing.T) {
 			if compacted == 0 {
 				t.Fatal("nothing compacted: the test proves little")
 			}
+			// Pins change the span: the checkpoints of other pins are not
+			// used.
+			for i := len(arr) / 4; i < len(arr); i++ {
+				if m := arr[i]; m.Role == briefd.RoleUser || m.Role == briefd.RoleAssistant && len(m.ToolCalls) == 0 {
+					compactBoth(t, e, Request{ConversationID: h.ID, Messages: arr, Control: briefd.Control{Pin: []string{m.ID}}})
+					compactBoth(t, e, Request{ConversationID: h.ID, Messages: arr})
+					break
+				}
+			}
 			// Changed in place in the caller's array.
 			arr[len(arr)/3].Content = briefd.Text("rewritten in place: " + arr[len(arr)/3].Content.String())
 			compactBoth(t, e, Request{ConversationID: h.ID, Messages: arr})

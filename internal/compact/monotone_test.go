@@ -45,7 +45,7 @@ func TestBoundaryMonotone(t *testing.T) {
 			if fire, _ := e.cfg.trigger(msgs, total, false); !fire {
 				continue
 			}
-			at, err := e.cfg.boundary(msgs, counts[:n], pinnedFlags(msgs), false)
+			at, err := e.cfg.boundary(msgs, counts[:n], defaultPinned(msgs), false)
 			if err != nil {
 				continue
 			}

@@ -46,12 +46,13 @@ func Parse(fs *flag.FlagSet, args []string, prefix string, lookup func(string) (
 	return err
 }
 
-// Usage returns a flag.FlagSet Usage function that also names each flag's
-// environment variable.
-func Usage(fs *flag.FlagSet, prefix, synopsis string) func() {
+// Usage returns a flag.FlagSet Usage function: summary (what the command
+// does, in one line), the synopsis, then each flag with its environment
+// variable.
+func Usage(fs *flag.FlagSet, prefix, summary, synopsis string) func() {
 	return func() {
 		out := fs.Output()
-		fmt.Fprintf(out, "usage: %s\n\nflags (each also read from the environment variable shown):\n", synopsis)
+		fmt.Fprintf(out, "%s\n\nusage: %s\n\nflags (each also read from the environment variable shown):\n", summary, synopsis)
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)
 			fmt.Fprintf(out, "  -%s %s\t[%s]\n    \t%s", f.Name, name, Name(prefix, f.Name), usage)

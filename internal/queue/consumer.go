@@ -46,6 +46,10 @@ type Ref struct {
 	Tenant         string
 	ConversationID string
 	Seq, StreamSeq uint64
+	// Now is set when the manifest asks for compaction now (control mode
+	// "now"): such a snapshot is never superseded, or a user's /compact
+	// would be lost to the agent's next turn.
+	Now bool
 	// NumDelivered counts the server's deliveries, this one included;
 	// Requeues those that were not attempts (shutdowns, deferrals), so
 	// Attempt = NumDelivered - Requeues is the attempt this delivery is.
@@ -440,10 +444,14 @@ func (c *Consumer) newRef(msg jetstream.Msg) Ref {
 	ref := Ref{Subject: msg.Subject()}
 	ref.Tenant, ref.ConversationID, _ = c.resolver.parseSnapSubject(ref.Subject)
 	var seq struct {
-		Seq uint64 `json:"seq"`
+		Seq     uint64 `json:"seq"`
+		Control *struct {
+			Mode briefd.Mode `json:"mode"`
+		} `json:"control"`
 	}
 	if json.Unmarshal(msg.Data(), &seq) == nil {
 		ref.Seq = seq.Seq
+		ref.Now = seq.Control != nil && seq.Control.Mode == briefd.ModeNow
 	}
 	md, err := msg.Metadata()
 	if err != nil {
@@ -518,8 +526,10 @@ func (c *Consumer) process(msg jetstream.Msg) {
 		c.settle(msg, ref, start, fmt.Errorf("queue: delivered %d times (%d requeued) without settling", ref.NumDelivered-1, ref.Requeues), true)
 		return
 	}
-	// Coalescing: a newer snapshot of the conversation makes this one moot.
-	if last, err := c.snaps.GetLastMsgForSubject(c.workCtx, ref.Subject); err == nil && last.Sequence > ref.StreamSeq {
+	// Coalescing: a newer snapshot of the conversation makes this one moot,
+	// unless it asks for compaction now: its briefing then applies to the
+	// newer history too (the boundary is still in it).
+	if last, err := c.snaps.GetLastMsgForSubject(c.workCtx, ref.Subject); err == nil && last.Sequence > ref.StreamSeq && !ref.Now {
 		c.report(msg.Ack(), ref)
 		c.forget(ref)
 		c.settled(ref, OutcomeSuperseded, nil, start)
@@ -590,21 +600,24 @@ func (c *Consumer) settle(msg jetstream.Msg, ref Ref, start time.Time, err error
 			"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt)
 		c.settled(ref, OutcomeRequeued, err, start)
 	case isMissingBody(err) && ref.Attempt < 2:
-		// Give a body published async a moment to land in its stream.
-		c.retry(msg, ref, start, err)
+		// Give a body published async a moment to land in its stream:
+		// bodies and manifests are stored by two streams, so a manifest
+		// can be delivered first. Expected, so not a warning.
+		c.retry(msg, ref, start, err, slog.LevelInfo)
 	case errors.Is(err, ErrPermanent) || errors.Is(err, briefd.ErrInvalidHistory) || errors.Is(err, ErrMalformed):
 		c.deadLetter(msg, ref, start, err, true)
 	case exhausted || ref.Attempt >= uint64(c.cfg.MaxDeliver):
 		c.deadLetter(msg, ref, start, err, false)
 	default:
-		c.retry(msg, ref, start, err)
+		c.retry(msg, ref, start, err, slog.LevelWarn)
 	}
 }
 
-// retry naks a delivery with the backoff of its attempt, and says so.
-func (c *Consumer) retry(msg jetstream.Msg, ref Ref, start time.Time, err error) {
+// retry naks a delivery with the backoff of its attempt, and says so at
+// level.
+func (c *Consumer) retry(msg jetstream.Msg, ref Ref, start time.Time, err error, level slog.Level) {
 	d := c.cfg.backoff(ref.Attempt)
-	c.log.Warn("queue: snapshot will be retried", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+	c.log.Log(c.workCtx, level, "queue: snapshot will be retried", "tenant", ref.Tenant, "conversation", ref.ConversationID,
 		"snapshot_seq", ref.Seq, "stream_seq", ref.StreamSeq, "attempt", ref.Attempt, "max_attempts", c.cfg.MaxDeliver,
 		"delay", d, "reason", err)
 	c.report(msg.NakWithDelay(d), ref)

@@ -21,6 +21,10 @@ var (
 	ErrBodyTooLarge = errors.New("message body too large")
 	// ErrNotFound is returned by LoadSnapshot when no such snapshot exists.
 	ErrNotFound = errors.New("snapshot not found")
+	// ErrNoStream is matched by the error of a publish that no stream
+	// took: the briefd streams do not exist yet. Workers create them when
+	// they start (worker run); EnsureStreams does too.
+	ErrNoStream = errors.New("no briefd stream stores this subject: the streams do not exist yet; workers create them when they start (worker run)")
 	// ErrSuperseded is matched by the error of a snapshot whose manifest
 	// was not stored and was not re-sent because a newer snapshot of the
 	// conversation had been published (which names every message).
@@ -57,6 +61,11 @@ func malformed(format string, args ...any) error {
 // with async publishing a body and its manifest land in two streams and the
 // manifest can, rarely, be delivered a moment before the body is stored.
 type missingBodyError struct{ malformedError }
+
+// Is makes a missing body match ErrBodyMissing as well as ErrMalformed.
+func (e *missingBodyError) Is(target error) bool {
+	return target == ErrBodyMissing || e.malformedError.Is(target)
+}
 
 func isMissingBody(err error) bool {
 	var m *missingBodyError

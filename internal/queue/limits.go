@@ -60,6 +60,9 @@ func (p *Publisher) RefreshLimits(ctx context.Context) error {
 	l := Limits{ReadAt: time.Now()}
 	for _, name := range []string{names.Bodies, names.Snapshots} {
 		s, err := p.js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("queue: read the limits of stream %s: %w: %w", name, ErrNoStream, err)
+		}
 		if err != nil {
 			return fmt.Errorf("queue: read the limits of stream %s: %w", name, err)
 		}

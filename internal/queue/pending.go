@@ -241,6 +241,10 @@ func (pub *Publisher) await(p *Pending) {
 		case ack := <-f.Ok():
 			return ack, nil
 		case err := <-f.Err():
+			if errors.Is(err, jetstream.ErrNoStreamResponse) {
+				// No stream on the subject: say who creates them.
+				err = fmt.Errorf("%w: %w", ErrNoStream, err)
+			}
 			return nil, err
 		case <-timer.C:
 			// Fired once; later waits of this attempt fail at once.

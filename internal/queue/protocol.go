@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/briefd/briefd"
 )
 
 // Protocol constants of docs/protocol.md, version 1.
@@ -132,6 +134,10 @@ type Manifest struct {
 	Model         string    `json:"model,omitempty"`
 	ContextWindow int       `json:"context_window,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
+	// Control is what the agent asks of this snapshot's compaction (when,
+	// what to keep); nil leaves it to the workers' settings. It is not
+	// inherited from the base snapshot.
+	Control *briefd.Control `json:"control,omitempty"`
 }
 
 // DecodeManifest parses and checks a manifest; every failure wraps
@@ -160,6 +166,11 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 		return nil, malformed("manifest keep %d < 0", m.Keep)
 	case m.ContextWindow < 0:
 		return nil, malformed("manifest context_window %d < 0", m.ContextWindow)
+	}
+	if m.Control != nil {
+		if err := m.Control.Validate(); err != nil {
+			return nil, malformed("manifest control: %v", err)
+		}
 	}
 	for i, e := range m.Append {
 		if e.ID == "" {

@@ -76,6 +76,11 @@ type PublishOption func(*publishOpts)
 type publishOpts struct {
 	model         string
 	contextWindow int
+	control       briefd.Control
+}
+
+func (o publishOpts) equal(p publishOpts) bool {
+	return o.model == p.model && o.contextWindow == p.contextWindow && o.control.Equal(p.control)
 }
 
 // WithModel sets the manifest's model (the agent's model: encoding and
@@ -84,6 +89,11 @@ func WithModel(model string) PublishOption { return func(o *publishOpts) { o.mod
 
 // WithContextWindow sets the manifest's context window in tokens.
 func WithContextWindow(n int) PublishOption { return func(o *publishOpts) { o.contextWindow = n } }
+
+// WithControl sets the manifest's control: when to compact this snapshot
+// and what to keep. PublishAsync checks it with [briefd.Control.Validate]
+// before anything is sent; the zero Control sends none.
+func WithControl(c briefd.Control) PublishOption { return func(o *publishOpts) { o.control = c } }
 
 // PublishResult describes one published snapshot.
 type PublishResult struct {
@@ -141,6 +151,9 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	var o publishOpts
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := o.control.Validate(); err != nil {
+		return nil, fmt.Errorf("queue: publish %s.%s: %w", tenant, conv, err)
 	}
 	key := tenant + "." + conv
 	st := p.convs.getOrAdd(key, func() *convState { return &convState{} })
@@ -205,7 +218,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 			}
 		}
 	}
-	if resent == 0 && same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o == st.lastOpts && !st.last.pend.settledWithError() {
+	if resent == 0 && same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o.equal(st.lastOpts) && !st.last.pend.settledWithError() {
 		// Nothing changed: re-publishing would only add a manifest.
 		st.array = uintptr(unsafe.Pointer(unsafe.SliceData(msgs)))
 		res := st.last.pend.Result()
@@ -236,6 +249,10 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	// included, unless a full manifest is due.
 	man := Manifest{V: Version, Tenant: tenant, ConversationID: conv, Seq: st.seq + 1,
 		Model: o.model, ContextWindow: o.contextWindow, CreatedAt: time.Now().UTC()}
+	if !o.control.IsZero() {
+		ctl := o.control
+		man.Control = &ctl
+	}
 	base := st.acked
 	full := base == nil || st.fullDue(p.cfg.FullEvery)
 	if !full {
@@ -292,7 +309,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	clear(st.resend)
 	pend.deps = slices.Clone(st.inflight)
 	st.inflight = append(st.inflight, pend)
-	st.seq = man.Seq
+	st.seq, st.published = man.Seq, man.Seq
 	st.entries = next
 	st.array = uintptr(unsafe.Pointer(unsafe.SliceData(msgs)))
 	st.lastOpts = o
@@ -306,6 +323,19 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	}
 	go pend.own(p, key)
 	return pend, nil
+}
+
+// LastSeq returns the number of the newest snapshot of a conversation
+// this publisher published, or 0 when it published none (or forgot the
+// conversation, past Config.Conversations).
+func (p *Publisher) LastSeq(tenant, conv string) uint64 {
+	st, ok := p.convs.get(tenant + "." + conv)
+	if !ok {
+		return 0
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.published
 }
 
 // newSentBody encodes a body for sending: zstd when that saves at least
@@ -323,9 +353,10 @@ func (p *Publisher) newSentBody(tenant, conv, hash string, body []byte) *sentBod
 
 // convState is what a Publisher remembers of one conversation.
 type convState struct {
-	mu    sync.Mutex
-	seq   uint64    // last snapshot number used
-	since time.Time // when bodies were last all re-sent
+	mu        sync.Mutex
+	seq       uint64    // last snapshot number used
+	published uint64    // the newest snapshot handed to the connection (kept by reset)
+	since     time.Time // when bodies were last all re-sent
 	// bodies holds the hashes of the bodies sent: nil once stored, else
 	// the snapshot whose publish carries it. A body whose publish failed
 	// is not here; it is in resend until a snapshot sends it again.

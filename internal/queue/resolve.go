@@ -31,7 +31,10 @@ type Snapshot struct {
 	Model          string
 	ContextWindow  int
 	CreatedAt      time.Time
-	Messages       []briefd.Message
+	// Control is the manifest's control; the zero Control when it has
+	// none.
+	Control  briefd.Control
+	Messages []briefd.Message
 	// Entries are the message ids and body hashes, in order.
 	Entries  []Entry
 	Delivery Delivery
@@ -137,11 +140,15 @@ func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64
 	if err != nil {
 		return nil, err
 	}
-	return &Snapshot{
+	snap := &Snapshot{
 		Tenant: tenant, ConversationID: conv, Seq: man.Seq, StreamSeq: streamSeq,
 		Model: man.Model, ContextWindow: man.ContextWindow, CreatedAt: man.CreatedAt,
 		Messages: msgs, Entries: entries,
-	}, nil
+	}
+	if man.Control != nil {
+		snap.Control = *man.Control
+	}
+	return snap, nil
 }
 
 // convList is the newest resolved list of one conversation, with its
@@ -283,6 +290,20 @@ func (r *Resolver) resolve(ctx context.Context, tenant, conv, subject string, st
 		sums[i] = have
 	}
 	return r.commit(subject, cl, base, known, tail, msgs, sums, streamSeq, man.Seq)
+}
+
+// list resolves the entry list of man, stored at streamSeq on subject,
+// without its bodies: from base when its chain reaches a snapshot of
+// base, else from the streams.
+func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, man *Manifest, base listView) ([]Entry, error) {
+	if n, ok := base.find(streamSeq, man.Seq); ok {
+		return base.entries[:n:n], nil
+	}
+	known, tail, err := r.chain(ctx, subject, man, base)
+	if err != nil {
+		return nil, err
+	}
+	return append(base.entries[:known:known], tail...), nil
 }
 
 // chain walks the base chain of man back to a snapshot of base (or to a
@@ -664,6 +685,64 @@ func (r *Resolver) Load(ctx context.Context, tenant, conv string, seq uint64) (*
 	}
 	s.Delivery.Timestamp = raw.Time
 	return s, nil
+}
+
+// Walk resolves every snapshot of a conversation still in the snapshot
+// stream, oldest first, and calls fn with each; Delivery.Timestamp is when
+// the stream stored it. A snapshot that does not resolve (its base or a
+// body past the streams' MaxAge, a malformed manifest) comes with the
+// error and a Snapshot holding only what the message itself says (seq,
+// stream sequence, time). It reads with an ordered consumer, so it needs
+// no durable state and takes no work from the workers. It stops at the
+// last snapshot stored when it started, or when fn returns an error, which
+// it returns.
+func (r *Resolver) Walk(ctx context.Context, tenant, conv string, fn func(*Snapshot, error) error) error {
+	if err := checkIDs(tenant, conv); err != nil {
+		return err
+	}
+	snaps, _, err := r.streams(ctx)
+	if err != nil {
+		return err
+	}
+	subject := r.subj.Snapshot(tenant, conv)
+	cons, err := snaps.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: 30 * time.Second,
+	})
+	if err != nil {
+		return fmt.Errorf("queue: walk %s: %w", subject, err)
+	}
+	if cons.CachedInfo().NumPending == 0 {
+		return nil
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(64))
+	if err != nil {
+		return fmt.Errorf("queue: walk %s: %w", subject, err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return fmt.Errorf("queue: walk %s: %w", subject, err)
+		}
+		md, err := msg.Metadata()
+		if err != nil {
+			return fmt.Errorf("queue: walk %s: metadata: %w", subject, err)
+		}
+		s, rerr := r.Resolve(ctx, msg.Subject(), md.Sequence.Stream, msg.Data())
+		if rerr != nil {
+			s = &Snapshot{Tenant: tenant, ConversationID: conv, StreamSeq: md.Sequence.Stream}
+			if m, err := DecodeManifest(msg.Data()); err == nil {
+				s.Seq, s.Model, s.ContextWindow, s.CreatedAt = m.Seq, m.Model, m.ContextWindow, m.CreatedAt
+			}
+		}
+		s.Delivery.Timestamp = md.Timestamp
+		if err := fn(s, rerr); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
 }
 
 // LoadSnapshot resolves snapshot seq (0 = newest) of a conversation without

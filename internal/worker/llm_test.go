@@ -161,6 +161,9 @@ func TestSlowModelKeepsTheDeterministicBriefing(t *testing.T) {
 	if n := testutil.ToFloat64(w.Metrics().DeadLetters); n != 0 {
 		t.Errorf("%v dead letters", n)
 	}
+	if n := testutil.ToFloat64(w.Metrics().LLMFallbacks); n != 1 {
+		t.Errorf("briefd_llm_fallbacks_total = %v, want 1", n)
+	}
 }
 
 // The gate's verdicts reach the audit event and the rejection metrics:

@@ -24,12 +24,15 @@ type Metrics struct {
 	InFlight       prometheus.Gauge
 	LLMAttempts    *prometheus.CounterVec // by model and outcome
 	LLMRejections  *prometheus.CounterVec // by model and gate rule
+	LLMFallbacks   prometheus.Counter     // an LLM configured, the deterministic briefing kept
+	Skipped        *prometheus.CounterVec // handled, not compacted, by reason
 	PublishToStore prometheus.Histogram   // snapshot publish → briefing stored
 }
 
 // NewMetrics creates the collectors and registers them on reg, with lag
-// reporting the consumer's pending count at scrape time.
-func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, error)) *Metrics {
+// reporting the consumer's pending count at scrape time and ready (if not
+// nil) whether the worker is ready (briefd_worker_ready, 1 or 0).
+func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, error), ready ...func() bool) *Metrics {
 	m := &Metrics{
 		Compactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "briefd", Name: "compactions_total",
@@ -84,6 +87,14 @@ func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, er
 			Namespace: "briefd", Name: "llm_gate_rejections_total",
 			Help: "Model replies the acceptance gate rejected, by model and by the rule they broke (a reply breaking two rules counts under both).",
 		}, []string{"model", "rule"}),
+		LLMFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "briefd", Name: "llm_fallbacks_total",
+			Help: "Compactions for which an LLM tier was configured and the deterministic briefing was stored instead (every model failed, was rejected or out of time).",
+		}),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "briefd", Name: "snapshots_skipped_total",
+			Help: "Snapshots handled and not compacted, by reason (below_trigger, nothing_to_compact, disabled).",
+		}, []string{"reason"}),
 		PublishToStore: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "briefd", Name: "publish_to_briefing_seconds",
 			Help:    "Time from a snapshot's publication to its briefing being stored.",
@@ -91,10 +102,21 @@ func NewMetrics(reg prometheus.Registerer, lag func(context.Context) (uint64, er
 		}),
 	}
 	reg.MustRegister(m.Compactions, m.Duration, m.TokensSaved, m.TokensIn, m.Redeliveries, m.Retries, m.Deferred, m.DeadLetters,
-		m.Superseded, m.Rejected, m.InFlight, m.LLMAttempts, m.LLMRejections, m.PublishToStore)
+		m.Superseded, m.Rejected, m.InFlight, m.LLMAttempts, m.LLMRejections, m.LLMFallbacks, m.Skipped, m.PublishToStore)
 	if lag != nil {
 		reg.MustRegister(&lagCollector{lag: lag, desc: prometheus.NewDesc("briefd_consumer_pending",
 			"Snapshots in the stream not yet delivered to any worker (consumer lag).", nil, nil)})
+	}
+	for _, r := range ready {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: "briefd", Name: "worker_ready",
+			Help: "1 while the worker consumes, NATS and its store answer and its last pull succeeded (what /readyz says), else 0.",
+		}, func() float64 {
+			if r() {
+				return 1
+			}
+			return 0
+		}))
 	}
 	return m
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,16 +19,19 @@ import (
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/audit"
+	"github.com/briefd/briefd/internal/brief"
 	"github.com/briefd/briefd/internal/cache"
 	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/queue"
 )
 
 // Store is what the worker needs of the briefing store; both
-// cache.RedisStore and cache.KVStore provide it. Ping backs readiness.
+// cache.RedisStore and cache.KVStore provide it. Ping backs readiness;
+// PutStatus records the verdict on each handled snapshot for the agent.
 type Store interface {
 	Put(ctx context.Context, b *briefd.Briefing) (latest bool, err error)
 	Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error)
+	PutStatus(ctx context.Context, st *briefd.Status) error
 	Ping(ctx context.Context) error
 }
 
@@ -76,7 +78,11 @@ type Worker struct {
 	consumer *queue.Consumer
 	ready    bool
 
-	health     atomic.Pointer[error] // the last dependency check's error; nil when healthy
+	health atomic.Pointer[error] // the last dependency check's error; nil when healthy
+	// told holds the stream sequences of snapshots handle rejected and
+	// whose status it stored, so the dead-letter hook does not replace
+	// that status with a vaguer one.
+	told       sync.Map
 	stopHealth context.CancelFunc
 	healthDone chan struct{}
 }
@@ -129,7 +135,7 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	w.metrics = NewMetrics(reg, w.lag)
+	w.metrics = NewMetrics(reg, w.lag, w.Ready)
 	return w, nil
 }
 
@@ -338,9 +344,10 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		Tenant:         snap.Tenant,
 		Messages:       snap.Messages,
 		Previous:       prev,
+		Control:        snap.Control,
 	})
 	switch {
-	case errors.Is(err, briefd.ErrInvalidHistory):
+	case errors.Is(err, briefd.ErrInvalidHistory), errors.Is(err, briefd.ErrInvalidControl):
 		return w.reject(ctx, log, snap, err)
 	case err != nil:
 		w.metrics.Compactions.WithLabelValues("none", "error").Inc()
@@ -359,17 +366,22 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		}
 	}
 	if !res.Compacted {
-		reason := audit.SkipNothingToCompact
-		if strings.HasPrefix(res.Reason, "below") {
-			reason = audit.SkipBelowTrigger
+		st := w.status(snap, briefd.OutcomeSkipped, string(res.Skip), res.Reason)
+		st.Tokens, st.TriggerTokens = res.TokensBefore, res.TriggerTokens
+		if err := w.store.PutStatus(ctx, st); err != nil {
+			return fmt.Errorf("store status: %w", err)
 		}
 		ev := w.event(audit.TypeSkipped, snap)
-		ev.Reason, ev.Error, ev.TokensBefore, ev.MessagesBefore = reason, res.Reason, res.TokensBefore, len(snap.Messages)
+		ev.Reason, ev.Error, ev.TokensBefore, ev.MessagesBefore = string(res.Skip), res.Reason, res.TokensBefore, len(snap.Messages)
+		ev.TriggerTokens = res.TriggerTokens
 		if err := w.auditor.Publish(ctx, ev); err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
 		w.metrics.Compactions.WithLabelValues("none", "skipped").Inc()
-		log.Debug("nothing to compact", "reason", res.Reason, "tokens", res.TokensBefore)
+		w.metrics.Skipped.WithLabelValues(string(res.Skip)).Inc()
+		// Debug: a skip is the normal outcome of most turns; the audit
+		// stream and the conversation's status carry it.
+		log.Debug("not compacted", "skip", res.Skip, "reason", res.Reason, "tokens", res.TokensBefore, "trigger_tokens", res.TriggerTokens)
 		return nil
 	}
 
@@ -382,6 +394,12 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
 		return fmt.Errorf("store briefing: %w", err)
 	}
+	st := w.status(snap, briefd.OutcomeCompacted, "", res.Reason)
+	st.Tokens, st.TriggerTokens, st.BoundaryID, st.TokensAfter = b.TokensBefore, res.TriggerTokens, b.BoundaryID, b.TokensAfter
+	if err := w.store.PutStatus(ctx, st); err != nil {
+		w.metrics.Compactions.WithLabelValues(string(b.Tier), "error").Inc()
+		return fmt.Errorf("store status: %w", err)
+	}
 	elapsed := time.Since(start)
 	ev := audit.Compacted(b)
 	ev.SnapshotSeq, ev.Seq = snap.StreamSeq, snap.Seq
@@ -392,6 +410,7 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 	if w.cfg.Summarizer != nil {
 		ev.LLM = llmReport(res)
 	}
+	ev.Coverage = coverage(res.Coverage)
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		// The briefing is stored; the retry stores it again idempotently.
 		// If this publish did reach the stream (a lost ack), the retry's
@@ -400,6 +419,9 @@ func (w *Worker) handle(ctx context.Context, snap *queue.Snapshot) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	w.metrics.Compactions.WithLabelValues(string(b.Tier), "compacted").Inc()
+	if ev.LLM != nil && ev.LLM.Outcome == "fallback" {
+		w.metrics.LLMFallbacks.Inc()
+	}
 	w.metrics.Duration.WithLabelValues(string(b.Tier)).Observe(elapsed.Seconds())
 	w.metrics.TokensSaved.Add(float64(max(b.TokensBefore-b.TokensAfter, 0)))
 	w.metrics.TokensIn.Add(float64(b.SpanTokens))
@@ -441,6 +463,9 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	log.Warn("snapshot rejected", "reason", cause)
 	ev := w.event(audit.TypeRejected, snap)
 	ev.Reason, ev.Error = audit.ReasonInvalidHistory, cause.Error()
+	if errors.Is(cause, briefd.ErrInvalidControl) {
+		ev.Reason = audit.ReasonInvalidControl
+	}
 	var ve *briefd.ValidationError
 	if errors.As(cause, &ve) {
 		ev.MessageID = ve.MessageID
@@ -448,7 +473,33 @@ func (w *Worker) reject(ctx context.Context, log *slog.Logger, snap *queue.Snaps
 	if err := w.auditor.Publish(ctx, ev); err != nil {
 		log.Error("audit of a rejected snapshot failed", "error", err)
 	}
+	// The agent hears of it too; the queue dead-letters it either way.
+	if err := w.store.PutStatus(ctx, w.status(snap, briefd.OutcomeRejected, ev.Reason, cause.Error())); err != nil {
+		log.Error("status of a rejected snapshot failed", "error", err)
+	} else {
+		w.told.Store(snap.StreamSeq, true)
+	}
 	return queue.Permanent(cause)
+}
+
+// status starts the verdict on snap.
+func (w *Worker) status(snap *queue.Snapshot, outcome briefd.Outcome, reason, detail string) *briefd.Status {
+	return &briefd.Status{Tenant: snap.Tenant, ConversationID: snap.ConversationID, Seq: snap.Seq, SnapshotSeq: snap.StreamSeq,
+		Outcome: outcome, Reason: reason, Detail: detail, Messages: len(snap.Messages), At: time.Now().UTC()}
+}
+
+// coverage converts the briefing writer's report into the audit event's
+// (a documented wire format, kept apart from the writer's own type).
+func coverage(c *brief.Coverage) *audit.Coverage {
+	if c == nil {
+		return nil
+	}
+	return &audit.Coverage{
+		UserMessages: c.UserMessages, UserVerbatim: c.UserVerbatim,
+		SpanIdentifiers: c.SpanIdentifiers, IdentifiersKept: c.IdentifiersKept,
+		Files: c.Files, Records: c.Records, Errors: c.Errors,
+		Steps: c.Steps, StepsShown: c.StepsShown, StepsLeftOut: c.StepsLeftOut, LeftOutIDs: c.LeftOutIDs,
+	}
 }
 
 // event starts an audit event about snap.
@@ -500,6 +551,20 @@ func (w *Worker) hooks() queue.Hooks {
 			}
 			if err := w.auditor.Publish(ctx, ev); err != nil {
 				w.log.Error("audit of a dead letter failed", "conversation", rec.ConversationID, "error", err)
+			}
+			if _, told := w.told.LoadAndDelete(rec.StreamSeq); told || !queue.ValidToken(rec.Tenant) || !queue.ValidToken(rec.ConversationID) {
+				// handle told the agent already (with the precise
+				// reason), or there is no conversation to tell.
+				return
+			}
+			outcome := briefd.OutcomeFailed
+			if rec.Permanent {
+				outcome = briefd.OutcomeRejected
+			}
+			st := &briefd.Status{Tenant: rec.Tenant, ConversationID: rec.ConversationID, Seq: rec.Seq, SnapshotSeq: rec.StreamSeq,
+				Outcome: outcome, Reason: reason, Detail: rec.Reason, At: rec.At}
+			if err := w.store.PutStatus(ctx, st); err != nil {
+				w.log.Error("status of a dead letter failed", "conversation", rec.ConversationID, "error", err)
 			}
 		},
 	}

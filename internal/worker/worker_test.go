@@ -31,6 +31,7 @@ import (
 type store interface {
 	worker.Store
 	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
+	Status(ctx context.Context, tenant, conv string) (*briefd.Status, error)
 }
 
 type bundle struct {

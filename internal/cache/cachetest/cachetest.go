@@ -25,6 +25,8 @@ type Store interface {
 	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
 	Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error)
 	Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error)
+	PutStatus(ctx context.Context, st *briefd.Status) error
+	Status(ctx context.Context, tenant, conv string) (*briefd.Status, error)
 }
 
 // waitTimeout bounds every wait on a Watch channel or on expiry.
@@ -50,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"WatchSameConversationTwice", testWatchTwice},
 		{"Isolation", testIsolation},
 		{"OddIDs", testOddIDs},
+		{"Status", testStatus},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -540,4 +543,50 @@ func testWatchTwice(t *testing.T, s Store) {
 	b3 := briefing("acme", "twice", "m3", 3)
 	mustPut(t, s, b3, true)
 	mustEqual(t, receive(t, ch3), b3)
+}
+
+// testStatus: a conversation's status is the verdict of its highest seq;
+// an older verdict never replaces a newer one, the same seq's does, and
+// seqs compare as integers beyond 2^53.
+func testStatus(t *testing.T, s Store) {
+	ctx := t.Context()
+	if _, err := s.Status(ctx, "t", "c"); !errors.Is(err, cache.ErrNotFound) {
+		t.Fatalf("status of an unknown conversation: %v", err)
+	}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	put := func(seq uint64, outcome briefd.Outcome) *briefd.Status {
+		t.Helper()
+		st := &briefd.Status{Tenant: "t", ConversationID: "c", Seq: seq, Outcome: outcome, Reason: "below_trigger",
+			Tokens: int(seq % 1000), TriggerTokens: 83200, At: at}
+		if err := s.PutStatus(ctx, st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	want := func(st *briefd.Status) {
+		t.Helper()
+		got, err := s.Status(ctx, "t", "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, st) {
+			t.Fatalf("status %+v, want %+v", got, st)
+		}
+	}
+	five := put(5, briefd.OutcomeSkipped)
+	want(five)
+	put(3, briefd.OutcomeCompacted)
+	want(five)
+	again := put(5, briefd.OutcomeCompacted)
+	want(again)
+	big := put(1<<60+1, briefd.OutcomeSkipped)
+	put(1<<60, briefd.OutcomeCompacted)
+	put(999999999999999999, briefd.OutcomeCompacted) // fewer digits, smaller
+	want(big)
+	if _, err := s.Status(ctx, "t", "other"); !errors.Is(err, cache.ErrNotFound) {
+		t.Fatalf("another conversation's status: %v", err)
+	}
+	if err := s.PutStatus(ctx, &briefd.Status{Tenant: "t", Seq: 1, Outcome: briefd.OutcomeSkipped}); err == nil {
+		t.Fatal("a status without a conversation was stored")
+	}
 }

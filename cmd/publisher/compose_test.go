@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"gopkg.in/yaml.v3"
+
+	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/redistest"
+	"github.com/briefd/briefd/internal/worker"
+)
+
+// The quick start of docker-compose.yml, run without Docker: a NATS server
+// with deploy/nats.conf (tenant users), Redis, a worker as the worker
+// user, and the publisher with the compose file's own environment and the
+// command its header gives. It must print a briefing, so the compose
+// quick start yields one (or says why not).
+func TestComposeQuickStart(t *testing.T) {
+	t.Setenv("BRIEFD_NATS_WORKER_PASSWORD", "w-secret")
+	t.Setenv("BRIEFD_NATS_ACME_PASSWORD", "a-secret")
+	opts, err := server.ProcessConfigFile("../../deploy/nats.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Host, opts.Port, opts.StoreDir, opts.NoLog, opts.NoSigs = "127.0.0.1", -1, t.TempDir(), true, true
+	opts.SyncAlways = false // the test checks the settings, not the disks
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	rs := redistest.Start(t)
+
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("worker", "w-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	w, err := worker.New(js, cache.NewRedisStore(rs.Client(t), cache.RedisConfig{}), worker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Stop(ctx)
+	})
+
+	data, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ref := regexp.MustCompile(`^\$\{([A-Z0-9_]+)(:-|:\?)?[^}]*\}$`)
+	for k, v := range doc.Services["publisher"].Environment {
+		if m := ref.FindStringSubmatch(v); m != nil {
+			v = os.Getenv(m[1])
+		}
+		switch k {
+		case "BRIEFD_NATS_URL":
+			v = srv.ClientURL()
+		case "BRIEFD_REDIS_URL":
+			v = "redis://" + rs.Addr() + "/0"
+		}
+		t.Setenv(k, v)
+	}
+	cmd := regexp.MustCompile(`(?m)^#\s+docker compose run --rm publisher (.+)$`).FindStringSubmatch(string(data))
+	if cmd == nil {
+		t.Fatal("docker-compose.yml's header gives no publisher command")
+	}
+	args := strings.Fields(strings.ReplaceAll(cmd[1], "/examples/", "../../examples/histories/"))
+	code, out, errOut := run(t, args...)
+	if code != 0 || !strings.Contains(out, "briefing tau-bench-2@") {
+		t.Fatalf("the compose quick start (%s): exit %d\nstdout:\n%s\nstderr:\n%s", cmd[1], code, out, errOut)
+	}
+}
