@@ -93,6 +93,9 @@ func FuzzSplice(f *testing.F) {
 		}
 		i := int(at) % len(msgs)
 		b := &Briefing{BoundaryID: msgs[i].ID, Text: text}
+		if i > 0 && steps%3 == 0 {
+			b.PinnedIDs = []string{msgs[int(seed%uint64(i))].ID} // any message, tool pairs included
+		}
 		out, err := Splice(msgs, b)
 		// A Validator that saw the history splices it alike, checking
 		// only the seam.
