@@ -159,11 +159,11 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	st := p.convs.getOrAdd(key, func() *convState { return &convState{} })
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	// A full manifest published last is sent before anything of this one.
+	st.sendDeferred(p, key)
 	// A conversation older than the limits it would be checked against
 	// (one resumed after a pause, say) waits for a fresh read: the streams'
 	// MaxAge may have changed meanwhile. Others read in the background.
-	// A full manifest published last is sent before anything of this one.
-	st.sendDeferred(p, key)
 	p.maybeRefreshLimits(ctx, st.bodies != nil && time.Since(st.since) > p.cfg.LimitsRefresh)
 	st.refresh(p)
 
