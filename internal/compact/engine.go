@@ -401,16 +401,34 @@ func summarizeContext(ctx context.Context) (context.Context, context.CancelFunc)
 
 // splitSpan returns the pinned messages before the boundary (which stay,
 // and give the briefing its context), the non-pinned ones (the span to
-// compact), the span's tokens, and the pinned messages' tokens.
+// compact), the span's tokens, and the pinned messages' tokens. When the
+// pinned messages all come first (the usual system prompt and task), both
+// are slices of msgs (clipped: nobody appends into the caller's array);
+// else copies, allocated once.
 func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int) (head, span []briefd.Message, spanTokens, pinnedTokens int) {
+	nPinned, lead := 0, 0
 	for i := range boundary {
 		if pinned[i] {
 			pinnedTokens += counts[i]
-			head = append(head, msgs[i])
-			continue
+			nPinned++
+		} else {
+			spanTokens += counts[i]
 		}
-		span = append(span, msgs[i])
-		spanTokens += counts[i]
+		if nPinned == i+1 {
+			lead = i + 1
+		}
+	}
+	if nPinned == lead {
+		return msgs[:lead:lead], msgs[lead:boundary:boundary], spanTokens, pinnedTokens
+	}
+	head = make([]briefd.Message, 0, nPinned)
+	span = make([]briefd.Message, 0, boundary-nPinned)
+	for i := range boundary {
+		if pinned[i] {
+			head = append(head, msgs[i])
+		} else {
+			span = append(span, msgs[i])
+		}
 	}
 	return head, span, spanTokens, pinnedTokens
 }
