@@ -88,7 +88,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
 	fs.DurationVar(&q.MaxHandleTime, "max-handle-time", 0, "a compaction running longer is cancelled and retried; the LLM cascade is stopped a reserve before it and the deterministic briefing kept (default 10m)")
 	fs.IntVar(&q.MaxDeliver, "max-deliver", 0, "attempts before a snapshot is dead-lettered (default 5)")
-	fs.IntVar(&f.historyCacheMiB, "history-cache-mib", 0, "memory for the decoded histories of recent conversations, in MiB: a conversation's next snapshot then fetches and decodes only its new messages (default 256)")
+	fs.IntVar(&f.historyCacheMiB, "history-cache-mib", 0, "memory for the decoded histories of recent conversations, in MiB (the engines' memo of them takes about a quarter more): a conversation's next snapshot then fetches, decodes, validates and counts only its new messages (default 256)")
 	fs.IntVar(&q.MaxAckPending, "max-ack-pending", 0, "unacknowledged snapshots across all workers (default 1000; raise it to workers × concurrency)")
 	fs.StringVar(&q.Consumer, "consumer", "", "durable consumer shared by all workers (default briefd-workers)")
 }

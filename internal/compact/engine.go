@@ -42,8 +42,10 @@ type Engine struct {
 	steps *brief.Cache
 	// brief writes the deterministic briefing; brief.Write except in tests.
 	brief func(context.Context, brief.Input) (*brief.Draft, error)
-	// memos remembers the conversations compacted (see WithMemo).
-	memos *memos
+	// memo remembers the conversations compacted (see WithMemo);
+	// memoKey tells this engine's entries from others' sharing it.
+	memo    *Memo
+	memoKey string
 }
 
 // Option configures an Engine.
@@ -59,21 +61,12 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.logger = l }
 // WithClock sets the clock that stamps briefings. Default: time.Now.
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
-// WithMemo sets how many messages the engine remembers, over all the
-// conversations it compacts (LRU by conversation), so that a history
-// grown by a turn costs the turn: the messages of the history compacted
-// last (copies of their headers, which keep their strings), their token
-// counts, their validation and checkpoints of the span hash. Each costs
-// about 250 bytes beside its strings. Zero or less: none. Default
+// WithMemo makes the engine remember the conversations it compacts in m
+// (nil: remember nothing), which engines may share (an engine's entries
+// are its own unless the other engine has the same encoding, per-message
+// overhead and limits). Without it an engine has a Memo of its own of
 // DefaultMemoMessages.
-func WithMemo(messages int) Option {
-	return func(e *Engine) {
-		e.memos = nil
-		if messages > 0 {
-			e.memos = newMemos(messages)
-		}
-	}
-}
+func WithMemo(m *Memo) Option { return func(e *Engine) { e.memo = m } }
 
 // WithTokenCounter makes the engine use c (and its caches), for example
 // to share one counter between engines with the same encoding. c must use
@@ -86,7 +79,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0), memos: newMemos(DefaultMemoMessages)}
+	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0), memo: NewMemo(DefaultMemoMessages)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -104,6 +97,8 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		return nil, &ConfigError{Field: "Encoding", Value: e.cfg.Encoding,
 			Err: fmt.Errorf("the token counter given uses %s", e.counter.Encoding())}
 	}
+	// What a remembered conversation's counts and validation depend on.
+	e.memoKey = fmt.Sprintf("%s/%d/%+v", e.cfg.Encoding, e.cfg.overhead(), e.cfg.Limits)
 	return e, nil
 }
 

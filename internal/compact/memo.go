@@ -16,17 +16,18 @@ import (
 )
 
 // DefaultMemoMessages bounds the messages an engine remembers of the
-// conversations it compacted (see WithMemo).
+// conversations it compacted when it is given no Memo (see WithMemo).
 const DefaultMemoMessages = 1 << 18
 
-// memos is what an engine remembers of the conversations it compacted,
-// so that a history grown by a turn costs the turn: per conversation, the
-// messages it saw (copies of their headers, which hold their strings),
-// their token counts, a Validator that checked them, and checkpoints of
-// the span hash. It is an LRU bounded by the messages held (each costs
-// about 250 bytes beside its strings, which the caller's history holds
-// too).
-type memos struct {
+// Memo is what engines remember of the conversations they compacted, so
+// that a history grown by a turn costs the turn: per conversation (and
+// encoding), the messages seen (copies of their headers, which hold their
+// strings), their token counts, a Validator that checked them, and
+// checkpoints of the span hash. It is an LRU bounded by the messages held
+// (each costs about 250 bytes beside its strings, which the caller's
+// history holds too). Engines may share one; it is safe for concurrent
+// use.
+type Memo struct {
 	mu    sync.Mutex
 	max   int
 	used  int
@@ -34,17 +35,19 @@ type memos struct {
 	byKey map[string]*list.Element
 }
 
-func newMemos(max int) *memos {
-	return &memos{max: max, ll: list.New(), byKey: map[string]*list.Element{}}
+// NewMemo returns a Memo holding at most messages messages.
+func NewMemo(messages int) *Memo {
+	return &Memo{max: max(messages, 0), ll: list.New(), byKey: map[string]*list.Element{}}
 }
 
-// get returns the memo of a conversation, new if there is none; nil when
-// the engine keeps none.
-func (c *memos) get(tenant, conv string) *memo {
-	if c == nil || conv == "" {
+// get returns the memo of a conversation compacted by engines with the
+// same encoding, overhead and limits (part of key), new if there is none;
+// nil when there is no Memo.
+func (c *Memo) get(engine, tenant, conv string) *memo {
+	if c == nil || c.max == 0 || conv == "" {
 		return nil
 	}
-	key := tenant + "\x00" + conv
+	key := engine + "\x00" + tenant + "\x00" + conv
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.byKey[key]; ok {
@@ -58,7 +61,7 @@ func (c *memos) get(tenant, conv string) *memo {
 
 // resize accounts for m holding n messages now, evicting the least
 // recently used memos beyond the bound (m too, if it alone is larger).
-func (c *memos) resize(m *memo, n int) {
+func (c *Memo) resize(m *memo, n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.byKey[m.key]
@@ -80,7 +83,7 @@ func (c *memos) resize(m *memo, n int) {
 // mu can tell whether it still describes the request it prepared.
 type memo struct {
 	key   string
-	owner *memos
+	owner *Memo
 	held  int // messages accounted in owner
 
 	mu     sync.Mutex
@@ -117,7 +120,7 @@ type known struct {
 // conversation's memo does not hold already.
 func (e *Engine) prepare(ctx context.Context, req Request) (*known, error) {
 	msgs := req.Messages
-	m := e.memos.get(req.Tenant, req.ConversationID)
+	m := e.memo.get(e.memoKey, req.Tenant, req.ConversationID)
 	if m == nil {
 		if err := briefd.Validate(msgs, e.cfg.Limits); err != nil {
 			return nil, err

@@ -17,7 +17,7 @@ import (
 // that remembers nothing, and fails unless both give the same result.
 func compactBoth(t *testing.T, warm *Engine, req Request) *Result {
 	t.Helper()
-	cold, err := New(warm.cfg, WithMemo(0), WithClock(warm.now))
+	cold, err := New(warm.cfg, WithMemo(nil), WithClock(warm.now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestMemoConcurrentRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cold, err := New(e.cfg, WithMemo(0), WithClock(e.now))
+	cold, err := New(e.cfg, WithMemo(nil), WithClock(e.now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestMemoConcurrentRequests(t *testing.T) {
 
 // The memo is bounded by the messages it holds, over all conversations.
 func TestMemoBounded(t *testing.T) {
-	e, err := New(Config{ContextWindow: 4000}, WithMemo(100))
+	e, err := New(Config{ContextWindow: 4000}, WithMemo(NewMemo(100)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +160,36 @@ func TestMemoBounded(t *testing.T) {
 		if _, err := e.Compact(t.Context(), Request{ConversationID: fmt.Sprintf("c%d", i), Messages: msgs}); err != nil {
 			t.Fatal(err)
 		}
-		if e.memos.used > 100 || e.memos.ll.Len() > 3 {
-			t.Fatalf("after %d conversations the memo holds %d messages of %d conversations, bound 100", i+1, e.memos.used, e.memos.ll.Len())
+		if e.memo.used > 100 || e.memo.ll.Len() > 3 {
+			t.Fatalf("after %d conversations the memo holds %d messages of %d conversations, bound 100", i+1, e.memo.used, e.memo.ll.Len())
 		}
+	}
+}
+
+// Engines sharing a Memo (a worker's, one per context window and
+// encoding) each get what a fresh engine gets, compacting one
+// conversation in turn.
+func TestMemoShared(t *testing.T) {
+	hs, err := examples.Histories()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewMemo(DefaultMemoMessages)
+	var engines []*Engine
+	for _, cfg := range []Config{{ContextWindow: 4000}, {ContextWindow: 6000}, {ContextWindow: 4000, Encoding: EncodingCL100K}} {
+		e, err := New(cfg, WithMemo(m), WithClock(func() time.Time { return time.Unix(0, 0) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	msgs := hs[1].Messages
+	k := 0
+	for n := 1; n <= len(msgs); n++ {
+		if n < len(msgs) && msgs[n].Role == briefd.RoleTool {
+			continue
+		}
+		compactBoth(t, engines[k%len(engines)], Request{ConversationID: "c", Messages: msgs[:n]})
+		k++
 	}
 }

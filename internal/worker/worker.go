@@ -126,7 +126,11 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 		store: store,
 		log:   cfg.Logger.With("component", "worker"),
 	}
-	w.engines = newEngineSet(cfg.Engine, cfg.Summarizer, w.log, cfg.MaxEngines)
+	// The engines share one memo of the conversations they compact, sized
+	// like the resolver's cache of their histories (about 1 KiB of JSON
+	// per message on the shared histories).
+	memo := compact.NewMemo(max(1, cfg.Queue.ResolvedCacheBytes/memoBytesPerMessage))
+	w.engines = newEngineSet(cfg.Engine, cfg.Summarizer, w.log, cfg.MaxEngines, memo)
 	if _, err := w.engines.get("", 0); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
