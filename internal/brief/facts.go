@@ -65,8 +65,7 @@ func noMatch(s *step) bool {
 }
 
 func sameOutcome(a, b *step) bool {
-	return a.failed == b.failed && a.f.out.errLine == b.f.out.errLine && a.f.out.tests == b.f.out.tests &&
-		strings.Join(a.f.out.short, "\n") == strings.Join(b.f.out.short, "\n")
+	return outcomeKey(a) == outcomeKey(b) && a.f.out.totalLines == b.f.out.totalLines
 }
 
 // ids renders the group's message ids: [m0007] or [m0007, m0011] or
@@ -409,7 +408,8 @@ func listText(o *output, level int) string {
 	for _, l := range o.lines {
 		t := strings.TrimSpace(l)
 		switch {
-		case t == "" || strings.HasPrefix(t, "total "):
+		case t == "" || strings.HasPrefix(t, "total ") || strings.HasSuffix(t, ":") && !strings.Contains(t, " "):
+			// blank lines, totals and ls -R's directory headers
 		case long:
 			if f := strings.Fields(t); len(f) >= 9 {
 				entries = append(entries, strings.Join(f[8:], " "))

@@ -180,6 +180,7 @@ func cleanOutput(text string, keepWarnings bool) string {
 		switch {
 		case strings.HasPrefix(t, "(Open file:") || strings.HasPrefix(t, "(Current directory:") || t == "bash-$" ||
 			strings.HasPrefix(t, "[Python Interpreter:") || strings.HasPrefix(t, "[Command finished with exit code") ||
+			strings.HasPrefix(t, "[Jupyter current working directory:") || strings.HasPrefix(t, "[Jupyter Python interpreter:") ||
 			strings.HasPrefix(t, "[The command completed with exit code") || strings.HasPrefix(t, "[Current working directory:"):
 			continue
 		case strings.HasPrefix(t, "File updated. Please review the changes"):
@@ -280,6 +281,18 @@ func readErrors(o *output, lines []string) {
 			continue
 		}
 		if o.errLine != "" || inTrace {
+			continue
+		}
+		if strings.HasPrefix(t, "[Your proposed edit has introduced new syntax error") {
+			// An editor's refusal: the reason, then where.
+			where := ""
+			for _, n := range probe[i+1:] {
+				if n = strings.TrimSpace(n); n != "" {
+					where = " " + n
+					break
+				}
+			}
+			o.errLine = clip("edit rejected: new syntax error(s)"+where, 200)
 			continue
 		}
 		if t == "ERROR:" || t == "Error:" || t == "error:" {

@@ -264,7 +264,9 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			l.items = append(l.items, it)
 			continue
 		}
-		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: views}
+		// The file's line tells its changes too: steps that only changed it
+		// need no line of their own.
+		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
 		for lv := range levels {
 			it.texts[lv] = "- " + f.path + ": " + fileText(f, lv)
 		}
@@ -273,6 +275,21 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		}
 		l.items = append(l.items, it)
 	}
+}
+
+// changeSteps are the steps that only changed this one file (an edit, a
+// write, a revert, a delete) and succeeded.
+func changeSteps(m *model, f *fileState) []*step {
+	var out []*step
+	for _, s := range m.steps {
+		if !s.f.call.kind.changes() || s.f.call.kind == kindMutate || s.failed || len(s.files) != 1 {
+			continue
+		}
+		if m.file(s.files[0], false) == f {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // viewSteps are the steps that only read a file.

@@ -198,11 +198,9 @@ func (m *model) nextText() string {
 	if m.finished != nil {
 		return "the agent called finish [" + m.finished.id() + "]; see the kept messages."
 	}
-	// Nothing stated is open: say where things stand, then hand over.
+	// Nothing stated is open: say what is left over, then hand over (the
+	// state line already tells the last check).
 	var parts []string
-	if c := m.lastCheck(); strings.HasPrefix(c, "last check") {
-		parts = append(parts, "the "+c)
-	}
 	var scratch []string
 	for _, f := range m.sortedFiles() {
 		if f.created != "" && f.deleted == "" {
