@@ -2,6 +2,7 @@ package briefd
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -34,7 +35,19 @@ func FuzzParseHistory(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_ = Validate(h.Messages, Limits{})
+		verr := Validate(h.Messages, Limits{})
+		// Validated in two parts, the history gives the same verdict.
+		if len(data) > 0 {
+			split := int(data[len(data)-1]) % (len(h.Messages) + 1)
+			v := NewValidator(Limits{})
+			err := v.Add(h.Messages[:split]...)
+			if err == nil {
+				err = v.Add(h.Messages[split:]...)
+			}
+			if fmt.Sprint(err) != fmt.Sprint(verr) {
+				t.Fatalf("validated in two parts at %d: %v; whole: %v", split, err, verr)
+			}
+		}
 		out, err := json.Marshal(h)
 		if err != nil {
 			t.Fatalf("marshal a parsed history: %v", err)
@@ -80,7 +93,20 @@ func FuzzSplice(f *testing.F) {
 		}
 		i := int(at) % len(msgs)
 		b := &Briefing{BoundaryID: msgs[i].ID, Text: text}
+		if i > 0 && steps%3 == 0 {
+			b.PinnedIDs = []string{msgs[int(seed%uint64(i))].ID} // any message, tool pairs included
+		}
 		out, err := Splice(msgs, b)
+		// A Validator that saw the history splices it alike, checking
+		// only the seam.
+		v := NewValidator(Limits{})
+		if verr := v.Add(msgs...); verr != nil {
+			t.Fatalf("generated history invalid: %v", verr)
+		}
+		vout, verr := v.Splice(msgs, b)
+		if (err == nil) != (verr == nil) || !reflect.DeepEqual(out, vout) {
+			t.Fatalf("Splice: %v; Validator.Splice: %v", err, verr)
+		}
 		if err != nil {
 			if &out[0] != &msgs[0] {
 				t.Fatal("a failed splice changed the history")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -113,93 +114,168 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalidHis
 // answered (a call may be unanswered only in the last assistant turn, which
 // is still running). It returns the first violation as a *ValidationError.
 func Validate(msgs []Message, lim Limits) error {
-	lim = lim.withDefaults()
-	if len(msgs) > lim.MaxMessages {
-		return &ValidationError{Index: -1, Reason: fmt.Sprintf("%d messages, more than the limit of %d", len(msgs), lim.MaxMessages)}
+	if err := checkCount(len(msgs), lim.withDefaults()); err != nil {
+		return err
 	}
-	bad := func(i int, format string, args ...any) error {
-		return &ValidationError{MessageID: msgs[i].ID, Index: i, Reason: fmt.Sprintf(format, args...)}
+	return NewValidator(lim).Add(msgs...)
+}
+
+func checkCount(n int, lim Limits) error {
+	if n > lim.MaxMessages {
+		return &ValidationError{Index: -1, Reason: fmt.Sprintf("%d messages, more than the limit of %d", n, lim.MaxMessages)}
 	}
-	seen := make(map[string]int, len(msgs))
-	callSeen := make(map[string]bool)
-	// pending holds the calls of the latest assistant message not yet answered.
-	pending := map[string]bool{}
-	pendingFrom := -1
-	total := 0
+	return nil
+}
+
+// Validator applies [Validate]'s rules to a history as it grows: Add
+// checks new messages against those added before, in time proportional
+// to the new messages, so an agent that validates its history each turn
+// pays for the turn, not the history. A Validator is not safe for
+// concurrent use.
+type Validator struct {
+	lim  Limits
+	n    int
+	seen map[string]int // message index by id
+	// callSeen holds every tool call id made; pending those of the latest
+	// assistant message not answered yet, made by message pendingFrom.
+	callSeen    map[string]bool
+	pending     map[string]bool
+	pendingFrom int
+	pendingID   string
+	total       int
+	err         error
+	// pinned are the indexes of the pinned messages (see Pinned); user
+	// tells whether a user message (a briefing aside) was added.
+	pinned []int
+	user   bool
+	// wrapped is WrapBriefing(wrapFor), for Splice.
+	wrapFor, wrapped string
+}
+
+// NewValidator returns a Validator of an empty history.
+func NewValidator(lim Limits) *Validator {
+	return &Validator{lim: lim.withDefaults(), seen: map[string]int{}, callSeen: map[string]bool{}, pending: map[string]bool{}, pendingFrom: -1}
+}
+
+// Len returns how many messages were added.
+func (v *Validator) Len() int { return v.n }
+
+// Bytes returns the size of the messages added (see [Message.Size]).
+func (v *Validator) Bytes() int { return v.total }
+
+// Index returns the position of the message with id, or -1.
+func (v *Validator) Index(id string) int {
+	if i, ok := v.seen[id]; ok {
+		return i
+	}
+	return -1
+}
+
+// Add checks msgs as the next messages of the history and adds them. It
+// returns the first violation as a *ValidationError whose Index counts
+// from the start of the history; after one, every Add returns it.
+func (v *Validator) Add(msgs ...Message) error {
+	if v.err != nil {
+		return v.err
+	}
+	if err := checkCount(v.n+len(msgs), v.lim); err != nil {
+		v.err = err
+		return err
+	}
 	for i := range msgs {
-		m := &msgs[i]
-		switch {
-		case m.ID == "":
-			return bad(i, "empty id")
-		case len(m.ID) > lim.MaxIDLength:
-			return bad(i, "id is %d bytes, more than the limit of %d", len(m.ID), lim.MaxIDLength)
-		case !utf8.ValidString(m.ID):
-			return bad(i, "id is not valid UTF-8")
-		}
-		if j, dup := seen[m.ID]; dup {
-			return bad(i, "duplicate id (first at #%d)", j)
-		}
-		seen[m.ID] = i
-		if err := validUTF8(m); err != "" {
-			return bad(i, "%s is not valid UTF-8", err)
-		}
-		size := m.Size()
-		if size > lim.MaxMessageBytes {
-			return bad(i, "%d bytes, more than the limit of %d", size, lim.MaxMessageBytes)
-		}
-		total += size
-		if total > lim.MaxTotalBytes {
-			return bad(i, "history reaches %d bytes, more than the limit of %d", total, lim.MaxTotalBytes)
-		}
-		if m.Role != RoleTool && len(pending) > 0 {
-			return bad(pendingFrom, "tool call %s is never answered", firstKey(pending))
-		}
-		switch m.Role {
-		case RoleSystem, RoleUser:
-			if len(m.ToolCalls) > 0 || m.ToolCallID != "" {
-				return bad(i, "a %s message cannot carry tool calls or a tool_call_id", m.Role)
-			}
-		case RoleAssistant:
-			if m.ToolCallID != "" {
-				return bad(i, "an assistant message cannot carry a tool_call_id")
-			}
-			if m.Pinned && len(m.ToolCalls) > 0 {
-				return bad(i, "an assistant message with tool calls cannot be pinned")
-			}
-			for _, tc := range m.ToolCalls {
-				if tc.ID == "" {
-					return bad(i, "tool call with empty id")
-				}
-				if callSeen[tc.ID] {
-					return bad(i, "tool call id %q used twice", tc.ID)
-				}
-				if !utf8.ValidString(tc.Function.Name) || !utf8.ValidString(tc.Function.Arguments) {
-					return bad(i, "tool call %q is not valid UTF-8", tc.ID)
-				}
-				callSeen[tc.ID] = true
-				pending[tc.ID] = true
-			}
-			if len(m.ToolCalls) > 0 {
-				pendingFrom = i
-			}
-		case RoleTool:
-			if m.Pinned {
-				return bad(i, "a tool message cannot be pinned")
-			}
-			if m.ToolCallID == "" {
-				return bad(i, "tool message without tool_call_id")
-			}
-			if !pending[m.ToolCallID] {
-				if callSeen[m.ToolCallID] {
-					return bad(i, "tool result for call %q, which is already answered or not from the assistant message just before", m.ToolCallID)
-				}
-				return bad(i, "tool result for call %q, which no assistant message makes", m.ToolCallID)
-			}
-			delete(pending, m.ToolCallID)
-		default:
-			return bad(i, "unknown role %q", m.Role)
+		if err := v.add(&msgs[i]); err != nil {
+			v.err = err
+			return err
 		}
 	}
+	return nil
+}
+
+func (v *Validator) add(m *Message) error {
+	i, lim := v.n, v.lim
+	bad := func(format string, args ...any) error {
+		return &ValidationError{MessageID: m.ID, Index: i, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case m.ID == "":
+		return bad("empty id")
+	case len(m.ID) > lim.MaxIDLength:
+		return bad("id is %d bytes, more than the limit of %d", len(m.ID), lim.MaxIDLength)
+	case !utf8.ValidString(m.ID):
+		return bad("id is not valid UTF-8")
+	}
+	if j, dup := v.seen[m.ID]; dup {
+		return bad("duplicate id (first at #%d)", j)
+	}
+	if err := validUTF8(m); err != "" {
+		return bad("%s is not valid UTF-8", err)
+	}
+	size := m.Size()
+	if size > lim.MaxMessageBytes {
+		return bad("%d bytes, more than the limit of %d", size, lim.MaxMessageBytes)
+	}
+	if v.total+size > lim.MaxTotalBytes {
+		return bad("history reaches %d bytes, more than the limit of %d", v.total+size, lim.MaxTotalBytes)
+	}
+	if m.Role != RoleTool && len(v.pending) > 0 {
+		return &ValidationError{MessageID: v.pendingID, Index: v.pendingFrom,
+			Reason: fmt.Sprintf("tool call %s is never answered", firstKey(v.pending))}
+	}
+	switch m.Role {
+	case RoleSystem, RoleUser:
+		if len(m.ToolCalls) > 0 || m.ToolCallID != "" {
+			return bad("a %s message cannot carry tool calls or a tool_call_id", m.Role)
+		}
+	case RoleAssistant:
+		if m.ToolCallID != "" {
+			return bad("an assistant message cannot carry a tool_call_id")
+		}
+		if m.Pinned && len(m.ToolCalls) > 0 {
+			return bad("an assistant message with tool calls cannot be pinned")
+		}
+		for k, tc := range m.ToolCalls {
+			if tc.ID == "" {
+				return bad("tool call with empty id")
+			}
+			if v.callSeen[tc.ID] || slices.ContainsFunc(m.ToolCalls[:k], func(o ToolCall) bool { return o.ID == tc.ID }) {
+				return bad("tool call id %q used twice", tc.ID)
+			}
+			if !utf8.ValidString(tc.Function.Name) || !utf8.ValidString(tc.Function.Arguments) {
+				return bad("tool call %q is not valid UTF-8", tc.ID)
+			}
+		}
+		// Only a valid message changes the state.
+		for _, tc := range m.ToolCalls {
+			v.callSeen[tc.ID] = true
+			v.pending[tc.ID] = true
+		}
+		if len(m.ToolCalls) > 0 {
+			v.pendingFrom, v.pendingID = i, m.ID
+		}
+	case RoleTool:
+		if m.Pinned {
+			return bad("a tool message cannot be pinned")
+		}
+		if m.ToolCallID == "" {
+			return bad("tool message without tool_call_id")
+		}
+		if !v.pending[m.ToolCallID] {
+			if v.callSeen[m.ToolCallID] {
+				return bad("tool result for call %q, which is already answered or not from the assistant message just before", m.ToolCallID)
+			}
+			return bad("tool result for call %q, which no assistant message makes", m.ToolCallID)
+		}
+		delete(v.pending, m.ToolCallID)
+	default:
+		return bad("unknown role %q", m.Role)
+	}
+	v.seen[m.ID] = i
+	v.total += size
+	v.n++
+	if pinnedAt(m, !v.user) {
+		v.pinned = append(v.pinned, i)
+	}
+	v.user = v.user || m.Role == RoleUser && !m.IsBriefing()
 	return nil
 }
 

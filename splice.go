@@ -3,8 +3,11 @@ package briefd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // Wrapper tags around a spliced briefing.
@@ -36,47 +39,175 @@ var ErrNothingToSplice = errors.New("briefd: nothing before the boundary to repl
 // result is checked with [Validate]; a failure there (the agent's history
 // was already invalid) is returned with history unchanged.
 func Splice(history []Message, b *Briefing) ([]Message, error) {
-	if b == nil {
-		return history, errors.New("briefd: nil briefing")
+	at, err := boundary(history, b, -1)
+	if err != nil {
+		return history, err
 	}
-	at := -1
-	for i := range history {
-		if history[i].ID == b.BoundaryID {
-			at = i
-			break
-		}
+	out, _, err := spliceAt(history, pinnedIndexes(history[:at], b.PinnedIDs), BriefingMessage(b), at)
+	if err != nil {
+		return history, err
 	}
-	if at < 0 {
-		return history, fmt.Errorf("%w: %q (conversation %s)", ErrBoundaryMissing, b.BoundaryID, b.ConversationID)
-	}
-	if history[at].Role == RoleTool {
-		return history, fmt.Errorf("briefd: boundary %q is a tool result; splicing there would orphan it", b.BoundaryID)
-	}
-	out := make([]Message, 0, len(history)-at+8)
-	replaced := 0
-	pinned := pinnedHead(history[:at], b.PinnedIDs)
-	for i := 0; i < at; i++ {
-		if pinned(i) {
-			out = append(out, history[i])
-		} else {
-			replaced++
-		}
-	}
-	if replaced == 0 {
-		return history, ErrNothingToSplice
-	}
-	out = append(out, BriefingMessage(b))
-	out = append(out, history[at:]...)
 	if err := Validate(out, Limits{}); err != nil {
 		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
 	}
 	return out, nil
 }
 
-// pinnedHead returns [Pinned] for msgs in O(1) per message (calling Pinned
-// for every message would be quadratic when user messages come late), or
-// true for a message whose id is in ids.
-func pinnedHead(msgs []Message, ids []string) func(i int) bool {
+// Splice is [Splice] for the history v validated: v must have added
+// exactly history's messages (it returns an error otherwise, and the error
+// v found if history is invalid). A valid history spliced stays valid but
+// for what splicing adds, so only that is checked: the briefing message
+// (its id unique, its text valid UTF-8, its size) and the history's total
+// size. It costs a copy of the kept messages, not a validation of them;
+// so an agent that validates its history as it grows (see [Validator])
+// splices each turn at the cost of the turn. (A briefing whose PinnedIDs
+// keep a tool call or result before the boundary, which may then lose its
+// pair, has the result validated whole, as Splice does.)
+func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
+	if v.err != nil {
+		return history, fmt.Errorf("briefd: history to splice is invalid: %w", v.err)
+	}
+	if len(history) != v.n {
+		return history, fmt.Errorf("briefd: the validator has seen %d messages, the history holds %d", v.n, len(history))
+	}
+	at := -1
+	if b != nil {
+		at = v.Index(b.BoundaryID)
+	}
+	at, err := boundary(history, b, at)
+	if err != nil {
+		return history, err
+	}
+	k, _ := slices.BinarySearch(v.pinned, at)
+	head := v.pinned[:k]
+	whole := false // a kept tool call or result: validate the result whole
+	if len(b.PinnedIDs) > 0 {
+		head = slices.Clone(head)
+		for _, id := range b.PinnedIDs {
+			if i := v.Index(id); i >= 0 && i < at && !history[i].IsBriefing() {
+				if j, dup := slices.BinarySearch(head, i); !dup {
+					head = slices.Insert(head, j, i)
+					whole = whole || history[i].Role == RoleTool || len(history[i].ToolCalls) > 0
+				}
+			}
+		}
+	}
+	out, pos, err := spliceAt(history, head, v.briefingMessage(b), at)
+	if err != nil {
+		return history, err
+	}
+	if whole {
+		err = Validate(out, v.lim)
+	} else {
+		err = v.checkSeam(history, out, at, pos, head)
+	}
+	if err != nil {
+		return history, fmt.Errorf("briefd: spliced history is invalid: %w", err)
+	}
+	return out, nil
+}
+
+// checkSeam checks what a splice of a valid history at adds: out holds the
+// pinned head, then the briefing message (at pos), then history[at:]. The
+// head holds no tool call or result (neither can be pinned, and Splice
+// validates whole a result whose PinnedIDs keep one) and every call before
+// at is answered before it, so pairs stay whole; ids stay unique but for
+// the briefing message's.
+func (v *Validator) checkSeam(history, out []Message, at, pos int, head []int) error {
+	bm := &out[pos]
+	bad := func(format string, args ...any) error {
+		return &ValidationError{MessageID: bm.ID, Index: pos, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case len(bm.ID) > v.lim.MaxIDLength:
+		return bad("id is %d bytes, more than the limit of %d", len(bm.ID), v.lim.MaxIDLength)
+	case !utf8.ValidString(bm.ID):
+		return bad("id is not valid UTF-8")
+	}
+	if j := v.Index(bm.ID); j >= at {
+		// The later one is the history's message.
+		return &ValidationError{MessageID: bm.ID, Index: pos + 1 + j - at, Reason: fmt.Sprintf("duplicate id (first at #%d)", pos)}
+	} else if k, kept := slices.BinarySearch(head, j); j >= 0 && kept {
+		return bad("duplicate id (first at #%d)", k)
+	}
+	if err := validUTF8(bm); err != "" {
+		return bad("%s is not valid UTF-8", err)
+	}
+	size := bm.Size()
+	if size > v.lim.MaxMessageBytes {
+		return bad("%d bytes, more than the limit of %d", size, v.lim.MaxMessageBytes)
+	}
+	if total := v.total + size; total > v.lim.MaxTotalBytes {
+		// The replaced messages count no more: add up what stays.
+		total = size
+		for _, i := range head {
+			total += history[i].Size()
+		}
+		for i := at; i < len(history); i++ {
+			total += history[i].Size()
+		}
+		if total > v.lim.MaxTotalBytes {
+			return &ValidationError{Index: -1, Reason: fmt.Sprintf("history reaches %d bytes, more than the limit of %d", total, v.lim.MaxTotalBytes)}
+		}
+	}
+	return nil
+}
+
+// boundary returns the index of b's boundary in history (at, when not
+// negative, is where to look first), or the error Splice returns.
+func boundary(history []Message, b *Briefing, at int) (int, error) {
+	if b == nil {
+		return -1, errors.New("briefd: nil briefing")
+	}
+	if at < 0 || at >= len(history) || history[at].ID != b.BoundaryID {
+		at = -1
+		for i := range history {
+			if history[i].ID == b.BoundaryID {
+				at = i
+				break
+			}
+		}
+	}
+	if at < 0 {
+		return -1, fmt.Errorf("%w: %q (conversation %s)", ErrBoundaryMissing, b.BoundaryID, b.ConversationID)
+	}
+	if history[at].Role == RoleTool {
+		return -1, fmt.Errorf("briefd: boundary %q is a tool result; splicing there would orphan it", b.BoundaryID)
+	}
+	return at, nil
+}
+
+// spliceAt builds the spliced history: the messages of history at the
+// indexes head (the pinned head of history[:at], in order), the briefing
+// message bm, history[at:]. It returns the briefing message's index, or
+// ErrNothingToSplice.
+func spliceAt(history []Message, head []int, bm Message, at int) ([]Message, int, error) {
+	if len(head) == at {
+		return nil, 0, ErrNothingToSplice
+	}
+	out := make([]Message, 0, len(head)+1+len(history)-at)
+	for _, i := range head {
+		out = append(out, history[i])
+	}
+	out = append(out, bm)
+	out = append(out, history[at:]...)
+	return out, len(head), nil
+}
+
+// briefingMessage is BriefingMessage(b), with the wrapped text of the
+// briefing spliced last reused when b's text is the very same string (a
+// turn splices the briefing of the turn before, most of the time).
+func (v *Validator) briefingMessage(b *Briefing) Message {
+	if len(v.wrapFor) != len(b.Text) || unsafe.StringData(v.wrapFor) != unsafe.StringData(b.Text) || v.wrapped == "" {
+		v.wrapFor, v.wrapped = b.Text, WrapBriefing(b.Text)
+	}
+	return briefingMessage(b, v.wrapped)
+}
+
+// pinnedIndexes returns the indexes of the messages of msgs that are
+// [Pinned] or named by ids (a briefing never is), in one pass (calling
+// Pinned for each would be quadratic when user messages come late).
+func pinnedIndexes(msgs []Message, ids []string) []int {
 	var byID map[string]bool
 	if len(ids) > 0 {
 		byID = make(map[string]bool, len(ids))
@@ -84,30 +215,34 @@ func pinnedHead(msgs []Message, ids []string) func(i int) bool {
 			byID[id] = true
 		}
 	}
-	firstUser := -1
+	var out []int
+	user := false
 	for i := range msgs {
-		if msgs[i].Role == RoleUser && !msgs[i].IsBriefing() {
-			firstUser = i
-			break
+		if pinnedAt(&msgs[i], !user) || byID[msgs[i].ID] && !msgs[i].IsBriefing() {
+			out = append(out, i)
 		}
+		user = user || msgs[i].Role == RoleUser && !msgs[i].IsBriefing()
 	}
-	return func(i int) bool {
-		m := &msgs[i]
-		if m.IsBriefing() {
-			return false
-		}
-		return m.Role == RoleSystem || m.Pinned || i == firstUser || byID[m.ID]
-	}
+	return out
+}
+
+// pinnedAt is Pinned for m, firstUser telling whether no user message
+// (briefings aside) precedes it. The briefing check comes last: it is a
+// map lookup, and most messages are not pinned anyway.
+func pinnedAt(m *Message, firstUser bool) bool {
+	return (m.Role == RoleSystem || m.Pinned || m.Role == RoleUser && firstUser) && !m.IsBriefing()
 }
 
 // BriefingMessage returns the user message that carries b in a spliced
 // history. Its id is "briefing:" + the boundary id, and its Metadata marks
 // it for chained compaction.
-func BriefingMessage(b *Briefing) Message {
+func BriefingMessage(b *Briefing) Message { return briefingMessage(b, WrapBriefing(b.Text)) }
+
+func briefingMessage(b *Briefing, wrapped string) Message {
 	return Message{
 		ID:      BriefingIDPrefix + b.BoundaryID,
 		Role:    RoleUser,
-		Content: Text(WrapBriefing(b.Text)),
+		Content: Text(wrapped),
 		Metadata: map[string]string{
 			MetaKind:     KindBriefing,
 			MetaBoundary: b.BoundaryID,

@@ -59,15 +59,24 @@ func genValid(r *rand.Rand, steps int) []Message {
 	return msgs
 }
 
-func TestPinnedHeadMatchesPinned(t *testing.T) {
+// pinnedIndexes, and the Validator's record of pinned messages, agree
+// with Pinned.
+func TestPinnedIndexesMatchPinned(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		msgs := genValid(r, r.IntN(30))
-		pinned := pinnedHead(msgs, nil)
+		var want []int
 		for i := range msgs {
-			if pinned(i) != Pinned(msgs, i) {
-				t.Fatalf("message %d of %v: pinnedHead %v", i, msgs, pinned(i))
+			if Pinned(msgs, i) {
+				want = append(want, i)
 			}
+		}
+		v := NewValidator(Limits{})
+		if err := v.Add(msgs...); err != nil {
+			t.Fatal(err)
+		}
+		if got := pinnedIndexes(msgs, nil); !slices.Equal(got, want) || !slices.Equal(v.pinned, want) {
+			t.Fatalf("%v: pinnedIndexes %v, Validator %v, Pinned %v", msgs, got, v.pinned, want)
 		}
 	}
 }
@@ -194,6 +203,87 @@ func checkSplice(t *testing.T, msgs []Message, at int) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("at %d: ids %v, want %v", at, got, want)
+	}
+}
+
+// Validator.Splice checks only the seam, and finds there what Splice's
+// validation of the whole result finds.
+func TestValidatorSpliceSeam(t *testing.T) {
+	base := []Message{
+		{ID: "s", Role: RoleSystem, Content: Text("system")},
+		{ID: "u", Role: RoleUser, Content: Text("task")},
+		{ID: "a1", Role: RoleAssistant, Content: Text("one")},
+		{ID: "u2", Role: RoleUser, Content: Text("two")},
+		{ID: "a2", Role: RoleAssistant, Content: Text("three")},
+	}
+	with := func(i int, f func(*Message)) []Message {
+		h := slices.Clone(base)
+		f(&h[i])
+		return h
+	}
+	tests := []struct {
+		name    string
+		history []Message
+		b       Briefing
+		lim     Limits
+		reason  string // "" for a splice that succeeds
+	}{
+		{"plain", base, Briefing{BoundaryID: "u2", Text: "t"}, Limits{}, ""},
+		{"briefing id of a replaced message", with(2, func(m *Message) { m.ID = "briefing:u2" }), Briefing{BoundaryID: "u2", Text: "t"}, Limits{}, ""},
+		{"briefing id of a kept message", with(4, func(m *Message) { m.ID = "briefing:u2" }), Briefing{BoundaryID: "u2", Text: "t"}, Limits{}, "duplicate id"},
+		{"briefing id of a pinned message", with(2, func(m *Message) { m.ID, m.Pinned = "briefing:a2", true }), Briefing{BoundaryID: "a2", Text: "t"}, Limits{}, "duplicate id"},
+		{"text not UTF-8", base, Briefing{BoundaryID: "u2", Text: "\xff"}, Limits{}, "not valid UTF-8"},
+		{"briefing id too long", with(3, func(m *Message) { m.ID = strings.Repeat("x", 250) }), Briefing{BoundaryID: strings.Repeat("x", 250), Text: "t"}, Limits{}, "more than the limit of 256"},
+		{"message too large", base, Briefing{BoundaryID: "u2", Text: strings.Repeat("x", 2000)}, Limits{MaxMessageBytes: 1000}, "more than the limit of 1000"},
+		{"history too large", base, Briefing{BoundaryID: "u2", Text: strings.Repeat("x", 500)}, Limits{MaxTotalBytes: 600}, "history reaches"},
+		{"history as large as allowed", base, Briefing{BoundaryID: "u2", Text: strings.Repeat("x", 100)}, Limits{MaxTotalBytes: 1000}, ""},
+		{"boundary missing", base, Briefing{BoundaryID: "nope", Text: "t"}, Limits{}, "boundary not in history"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := NewValidator(tt.lim)
+			if err := v.Add(tt.history...); err != nil {
+				t.Fatal(err)
+			}
+			out, err := v.Splice(tt.history, &tt.b)
+			if tt.reason == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := Validate(out, tt.lim); err != nil {
+					t.Fatalf("the spliced history is invalid: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.reason) {
+				t.Fatalf("err = %v, want %q", err, tt.reason)
+			}
+			if &out[0] != &tt.history[0] {
+				t.Fatal("a failed splice did not return the history")
+			}
+			if tt.lim == (Limits{}) {
+				if _, err := Splice(tt.history, &tt.b); err == nil {
+					t.Fatal("Splice accepts what Validator.Splice refuses")
+				}
+			}
+		})
+	}
+
+	// A validator that saw another history, or an invalid one, refuses.
+	v := NewValidator(Limits{})
+	if err := v.Add(base[:3]...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Splice(base, &Briefing{BoundaryID: "u2"}); err == nil {
+		t.Fatal("a validator of 3 messages spliced a history of 5")
+	}
+	bad := with(4, func(m *Message) { m.ID = "u" })
+	v = NewValidator(Limits{})
+	if v.Add(bad...) == nil {
+		t.Fatal("duplicate id accepted")
+	}
+	if _, err := v.Splice(bad, &Briefing{BoundaryID: "u2"}); err == nil || !strings.Contains(err.Error(), "duplicate id") {
+		t.Fatalf("splice of an invalid history: %v", err)
 	}
 }
 

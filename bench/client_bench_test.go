@@ -2,101 +2,27 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/client"
-	"github.com/briefd/briefd/examples"
 	"github.com/briefd/briefd/internal/cache"
-	"github.com/briefd/briefd/internal/compact"
 	"github.com/briefd/briefd/internal/natstest"
 	"github.com/briefd/briefd/internal/queue"
 	"github.com/briefd/briefd/internal/redistest"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-// corpus returns the messages of the embedded example histories, in order.
-func corpus(tb testing.TB) [][]briefd.Message {
-	tb.Helper()
-	hs, err := examples.Histories()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	out := make([][]briefd.Message, len(hs))
-	for i, h := range hs {
-		out[i] = h.Messages
-	}
-	return out
-}
-
-// copyWithPrefix copies msgs with every message and tool call id prefixed,
-// so that repeated copies stay valid (ids unique, calls answered).
-func copyWithPrefix(msgs []briefd.Message, prefix string) []briefd.Message {
-	out := make([]briefd.Message, len(msgs))
-	for i, m := range msgs {
-		m.ID = prefix + m.ID
-		if m.ToolCallID != "" {
-			m.ToolCallID = prefix + m.ToolCallID
-		}
-		if len(m.ToolCalls) > 0 {
-			tcs := slices.Clone(m.ToolCalls)
-			for j := range tcs {
-				tcs[j].ID = prefix + tcs[j].ID
-			}
-			m.ToolCalls = tcs
-		}
-		out[i] = m
-	}
-	return out
-}
-
-// history builds a valid history of about tokens tokens (counted with
-// o200k_base) by concatenating copies of the example histories with fresh
-// ids, cut before an assistant message.
-func history(tb testing.TB, tokens int) []briefd.Message {
-	tb.Helper()
-	tc, err := compact.NewTokenCounter("gpt-4o", "", 4)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	n := 0
-	return build(tb, func(m *briefd.Message, _ int) bool {
-		n += tc.CountMessage(m)
-		return n >= tokens
-	})
-}
-
-// historyOf builds a valid history of about msgs messages the same way.
-func historyOf(tb testing.TB, msgs int) []briefd.Message {
-	return build(tb, func(_ *briefd.Message, have int) bool { return have >= msgs })
-}
-
-// build appends copies of the example messages until full reports true,
-// then stops before the next assistant message, so every call is answered.
-func build(tb testing.TB, full func(m *briefd.Message, have int) bool) []briefd.Message {
-	tb.Helper()
-	var out []briefd.Message
-	done := false
-	for rep := 0; ; rep++ {
-		for k, h := range corpus(tb) {
-			for _, m := range copyWithPrefix(h, "r"+strconv.Itoa(rep)+"h"+strconv.Itoa(k)+"-") {
-				if done && m.Role == briefd.RoleAssistant {
-					return out
-				}
-				out = append(out, m)
-				done = done || full(&out[len(out)-1], len(out))
-			}
-		}
-	}
-}
 
 // turn returns the messages of one agent turn: an assistant message with a
 // tool call and its result, about 150 tokens, with fresh ids.
@@ -142,62 +68,139 @@ const turnsPerConversation = 128
 // BenchmarkPublishTurn measures client.Publish on the agent's hot path:
 // one turn (an assistant message and its tool result) appended to a history
 // of about 1k, 100k and 1M tokens that was published before. Each
-// conversation's first publish (all bodies, plus a read of its last
-// snapshot number) is not timed. p50-ns and p99-ns are per-turn latencies.
+// conversation's first publish (all bodies) is not timed, nor the wait for
+// each turn's acks (an agent's turns are seconds apart). p50-ns and p99-ns
+// are per-turn latencies.
+//
+// raw is the floor: the same turn's bytes (its two bodies, marshalled
+// beforehand, and a delta manifest of the usual size) handed to
+// JetStream's asynchronous publish, with nothing else done.
 func BenchmarkPublishTurn(b *testing.B) {
 	for _, size := range []int{1_000, 100_000, 1_000_000} {
-		b.Run(fmt.Sprintf("tokens=%d", size), func(b *testing.B) {
-			base := history(b, size)
-			srv := natstest.Start(b)
-			nc, js := srv.Connect(b)
-			if err := queue.EnsureStreams(b.Context(), js, queue.Config{}); err != nil {
-				b.Fatal(err)
-			}
-			c := newClient(b, nc)
-			ctx := b.Context()
-			var lats []time.Duration
-			var h []briefd.Message
-			conv, i := 0, 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if i%turnsPerConversation == 0 {
+		for _, mode := range []string{"client", "raw"} {
+			b.Run(fmt.Sprintf("tokens=%d/%s", size, mode), func(b *testing.B) {
+				base := history(b, size)
+				srv := natstest.Start(b)
+				nc, js := srv.Connect(b)
+				if err := queue.EnsureStreams(b.Context(), js, queue.Config{}); err != nil {
+					b.Fatal(err)
+				}
+				c := newClient(b, nc)
+				ctx := b.Context()
+				var lats []time.Duration
+				var h []briefd.Message
+				conv, i := 0, 0
+				b.ReportAllocs()
+				for b.Loop() {
+					if i%turnsPerConversation == 0 {
+						b.StopTimer()
+						if err := c.Flush(ctx); err != nil {
+							b.Fatal(err)
+						}
+						conv++
+						// Room to grow, as an agent's slice has between two
+						// reallocations by append (one every ~n/4 appends).
+						h = append(make([]briefd.Message, 0, len(base)+2*turnsPerConversation), base...)
+						if err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h); err != nil {
+							b.Fatal(err)
+						}
+						if err := c.Flush(ctx); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+					t := turn(i)
+					h = append(h, t...)
+					if mode == "raw" {
+						b.StopTimer()
+						msgs := rawTurn(b, "bench-"+strconv.Itoa(conv), i, t)
+						b.StartTimer()
+						t0 := time.Now()
+						for _, m := range msgs {
+							if _, err := js.PublishMsgAsync(m); err != nil {
+								b.Fatal(err)
+							}
+						}
+						lats = append(lats, time.Since(t0))
+						b.StopTimer()
+						select {
+						case <-js.PublishAsyncComplete():
+						case <-time.After(10 * time.Second):
+							b.Fatal("acks not in within 10s")
+						}
+						b.StartTimer()
+						i++
+						continue
+					}
+					t0 := time.Now()
+					err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h)
+					lats = append(lats, time.Since(t0))
+					if err != nil {
+						b.Fatal(err)
+					}
+					// Untimed: an agent's turns are seconds apart, so the
+					// acks are in before its next publish.
 					b.StopTimer()
 					if err := c.Flush(ctx); err != nil {
 						b.Fatal(err)
 					}
-					conv++
-					h = slices.Clip(base)
-					if err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h); err != nil {
-						b.Fatal(err)
-					}
-					if err := c.Flush(ctx); err != nil {
-						b.Fatal(err)
-					}
 					b.StartTimer()
+					i++
 				}
-				h = append(h, turn(i)...)
-				t0 := time.Now()
-				err := c.Publish(ctx, "bench-"+strconv.Itoa(conv), h)
-				lats = append(lats, time.Since(t0))
-				if err != nil {
+				b.StopTimer()
+				if err := c.Flush(ctx); err != nil {
 					b.Fatal(err)
 				}
-				i++
-			}
-			b.StopTimer()
-			if err := c.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			report(b, lats)
-			b.ReportMetric(float64(len(base)), "base-msgs")
-		})
+				report(b, lats)
+				b.ReportMetric(float64(len(base)), "base-msgs")
+			})
+		}
 	}
 }
 
-// BenchmarkLatestSplice measures the agent's next turn: Latest (a store
-// round trip) plus Splice of a 1000-message history, on the key-value
-// store and on Redis; and Prepare with WithWatch, which reads the watched
-// copy instead of the store.
+// rawTurn returns the messages a client publishes for one turn of conv:
+// the bodies of msgs and a delta manifest naming them.
+func rawTurn(b *testing.B, conv string, i int, msgs []briefd.Message) []*nats.Msg {
+	var out []*nats.Msg
+	man := queue.Manifest{V: queue.Version, Tenant: client.DefaultTenant, ConversationID: conv, Seq: uint64(1e15) + uint64(i) + 1,
+		Base: uint64(1e15) + uint64(i), BaseStreamSeq: 1, Keep: 1000, CreatedAt: time.Now()}
+	for _, m := range msgs {
+		body, err := json.Marshal(&m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hash := queue.BodyHash(body)
+		subj := queue.Subjects{Prefix: queue.DefaultPrefix}.Body(client.DefaultTenant, conv, hash)
+		msg := &nats.Msg{Subject: subj, Data: body, Header: nats.Header{}}
+		msg.Header.Set(queue.HeaderVersion, "1")
+		msg.Header.Set(queue.HeaderContentType, queue.ContentTypeJSON)
+		msg.Header.Set(queue.HeaderMsgID, client.DefaultTenant+"."+conv+"."+hash)
+		out = append(out, msg)
+		man.Append = append(man.Append, queue.Entry{ID: m.ID, Hash: hash})
+	}
+	data, err := json.Marshal(&man)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg := &nats.Msg{Subject: queue.Subjects{Prefix: queue.DefaultPrefix}.Snapshot(client.DefaultTenant, conv), Data: data, Header: nats.Header{}}
+	msg.Header.Set(queue.HeaderVersion, "1")
+	msg.Header.Set(queue.HeaderContentType, queue.ContentTypeJSON)
+	msg.Header.Set(queue.HeaderMsgID, client.DefaultTenant+"."+conv+"."+strconv.FormatUint(man.Seq, 10))
+	return append(out, msg)
+}
+
+// BenchmarkLatestSplice measures the agent's next turn on a 1000-message
+// history, on the key-value store and on Redis:
+//
+//   - get: a raw read of the latest briefing's bytes (the floor: one
+//     round trip);
+//   - latest-splice: Client.Latest (the round trip and decoding) plus
+//     client.Splice, which validates the whole spliced history;
+//   - prepare: Client.Prepare without a watch, which is Latest plus a
+//     splice that checks only its seam, the history having been validated
+//     by the conversation's earlier Prepare (see briefd.Validator);
+//   - watch: Prepare with WithWatch, which reads the watched copy instead
+//     of the store.
 func BenchmarkLatestSplice(b *testing.B) {
 	h := historyOf(b, 1000)
 	at := 800
@@ -211,64 +214,92 @@ func BenchmarkLatestSplice(b *testing.B) {
 		Position: int64(at), Text: briefText, Tier: briefd.TierDeterministic}
 
 	stores := []struct {
-		name  string
-		watch bool
-		make  func(b *testing.B, srv *natstest.Server) (putter, []client.Option)
+		name string
+		make func(b *testing.B, srv *natstest.Server) (putter, []client.Option, rawGet)
 	}{
-		{"kv", false, kvStore},
-		{"redis", false, redisStore},
-		{"kv-watch", true, kvStore},
-		{"redis-watch", true, redisStore},
+		{"kv", kvStore},
+		{"redis", redisStore},
 	}
 	for _, st := range stores {
-		b.Run(st.name, func(b *testing.B) {
-			srv := natstest.Start(b)
-			nc, _ := srv.Connect(b)
-			store, opts := st.make(b, srv)
-			if _, err := store.Put(b.Context(), brief); err != nil {
-				b.Fatal(err)
-			}
-			if st.watch {
-				opts = append(opts, client.WithWatch())
-			}
-			c := newClient(b, nc, opts...)
-			ctx := b.Context()
-			// Warm up: the watch delivers the briefing.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				_, got, err := c.Prepare(ctx, "conv", h)
+		for _, mode := range []string{"get", "latest-splice", "prepare", "watch"} {
+			b.Run(st.name+"/"+mode, func(b *testing.B) {
+				srv := natstest.Start(b)
+				nc, _ := srv.Connect(b)
+				store, opts, get := st.make(b, srv)
+				if _, err := store.Put(b.Context(), brief); err != nil {
+					b.Fatal(err)
+				}
+				if mode == "watch" {
+					opts = append(opts, client.WithWatch())
+				}
+				c := newClient(b, nc, opts...)
+				ctx := b.Context()
+				// Warm up: the watch delivers the briefing; Prepare has
+				// seen the history.
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					_, got, err := c.Prepare(ctx, "conv", h)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if got != nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatal("no briefing within 10s")
+					}
+					time.Sleep(time.Millisecond) // polling external state
+				}
+				raw, err := get(ctx)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if got != nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatal("no briefing within 10s")
-				}
-				time.Sleep(time.Millisecond) // polling external state
-			}
-			var lats []time.Duration
-			b.ReportAllocs()
-			for b.Loop() {
-				t0 := time.Now()
-				var out []briefd.Message
-				var err error
-				if st.watch {
-					out, _, err = c.Prepare(ctx, "conv", h)
-				} else {
-					var lb *briefd.Briefing
-					if lb, err = c.Latest(ctx, "conv"); err == nil {
-						out, err = client.Splice(h, lb)
+				// h grows by a turn per iteration, as an agent's history
+				// does between two Prepares; a fresh conversation every
+				// turnsPerConversation turns keeps it near 1000 messages.
+				var hist []briefd.Message
+				var lats []time.Duration
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					if i%turnsPerConversation == 0 {
+						b.StopTimer()
+						// Room to grow, as an agent's slice has between
+						// two reallocations by append.
+						hist = append(make([]briefd.Message, 0, len(h)+2*turnsPerConversation), h...)
+						if _, _, err := c.Prepare(ctx, "conv", hist); err != nil {
+							b.Fatal(err)
+						}
+						b.StartTimer()
+					}
+					hist = append(hist, turn(i)...)
+					t0 := time.Now()
+					var out []briefd.Message
+					var err error
+					switch mode {
+					case "get":
+						var data []byte
+						data, err = get(ctx)
+						if len(data) != len(raw) {
+							b.Fatalf("read %d bytes, want %d", len(data), len(raw))
+						}
+						out = hist[:1]
+					case "latest-splice":
+						var lb *briefd.Briefing
+						if lb, err = c.Latest(ctx, "conv"); err == nil {
+							out, err = client.Splice(hist, lb)
+						}
+					default:
+						out, _, err = c.Prepare(ctx, "conv", hist)
+					}
+					lats = append(lats, time.Since(t0))
+					if err != nil || len(out) >= len(hist) {
+						b.Fatalf("splice: %v (%d messages)", err, len(out))
 					}
 				}
-				lats = append(lats, time.Since(t0))
-				if err != nil || len(out) >= len(h) {
-					b.Fatalf("splice: %v (%d messages)", err, len(out))
-				}
-			}
-			report(b, lats)
-		})
+				report(b, lats)
+				b.ReportMetric(float64(len(raw)), "briefing-bytes")
+			})
+		}
 	}
 }
 
@@ -277,18 +308,60 @@ type putter interface {
 	Put(ctx context.Context, b *briefd.Briefing) (bool, error)
 }
 
-func kvStore(b *testing.B, srv *natstest.Server) (putter, []client.Option) {
+// rawGet reads the bytes of the conversation's latest briefing without the
+// client: one store round trip.
+type rawGet func(ctx context.Context) ([]byte, error)
+
+func kvStore(b *testing.B, srv *natstest.Server) (putter, []client.Option, rawGet) {
 	_, js := srv.Connect(b)
 	s, err := cache.NewKVStore(b.Context(), js, cache.KVConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return s, []client.Option{client.WithKV()}
+	var (
+		key string
+		kv  jetstream.KeyValue
+	)
+	get := func(ctx context.Context) ([]byte, error) {
+		if kv == nil {
+			if kv, err = js.KeyValue(ctx, "briefd_briefings"); err != nil {
+				return nil, err
+			}
+		}
+		if key == "" {
+			keys, err := kv.Keys(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for _, k := range keys {
+				if strings.HasSuffix(k, ".latest") {
+					key = k
+				}
+			}
+		}
+		e, err := kv.Get(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return e.Value(), nil
+	}
+	return s, []client.Option{client.WithKV()}, get
 }
 
-func redisStore(b *testing.B, _ *natstest.Server) (putter, []client.Option) {
+func redisStore(b *testing.B, _ *natstest.Server) (putter, []client.Option, rawGet) {
 	rdb := redistest.Start(b).Client(b)
-	return cache.NewRedisStore(rdb, cache.RedisConfig{}), []client.Option{client.WithRedis(rdb)}
+	var key string
+	get := func(ctx context.Context) ([]byte, error) {
+		if key == "" {
+			keys, err := rdb.Keys(ctx, "*:latest").Result()
+			if err != nil || len(keys) != 1 {
+				return nil, fmt.Errorf("latest keys %v: %v", keys, err)
+			}
+			key = keys[0]
+		}
+		return rdb.HGet(ctx, key, "briefing").Bytes()
+	}
+	return cache.NewRedisStore(rdb, cache.RedisConfig{}), []client.Option{client.WithRedis(rdb)}, get
 }
 
 // briefText is a briefing of a realistic size (about 6 KB).

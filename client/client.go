@@ -22,13 +22,16 @@
 package client
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/cache"
@@ -77,6 +80,8 @@ var (
 // satisfy it.
 type store interface {
 	Latest(ctx context.Context, tenant, conv string) (*briefd.Briefing, error)
+	// LatestJSON returns the latest briefing's JSON as stored.
+	LatestJSON(ctx context.Context, tenant, conv string) ([]byte, error)
 	Watch(ctx context.Context, tenant, conv string) (<-chan *briefd.Briefing, error)
 	// WatchErr is the error of the store's shared watch subscription
 	// while it is down, or nil.
@@ -190,6 +195,13 @@ type Client struct {
 
 	reportMu sync.Mutex // one error handler call at a time
 
+	// convs is what the client keeps of each conversation between turns
+	// (LRU); seed hashes briefings' JSON.
+	convMu  sync.Mutex
+	convs   map[string]*conversation
+	convLRU *list.List
+	seed    maphash.Seed
+
 	mu       sync.Mutex
 	closed   bool
 	inflight int                    // buffer slots in use
@@ -285,6 +297,9 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		watches:  map[string]*watched{},
 		control:  o.control,
 		controls: map[string]briefd.Control{},
+		convs:    map[string]*conversation{},
+		convLRU:  list.New(),
+		seed:     maphash.MakeSeed(),
 
 		expandLimits: o.expand.withDefaults(),
 	}
@@ -331,10 +346,17 @@ func (c *Client) Tenant() string { return c.tenant }
 // Publish hands a snapshot of conversation conv (the whole history as the
 // agent holds it, spliced briefings included) to the publisher and returns
 // without waiting for the server: only messages not sent before for conv
-// are marshalled and sent. Publish keeps no reference to history's slice:
-// the agent may append to it, edit, drop or reorder messages as soon as
+// are marshalled and sent. Publish reads history only while it runs: the
+// agent may append to it, edit, drop or reorder messages as soon as
 // Publish returns (a snapshot names its ordered list of message ids, so the
 // next snapshot describes the change; an edited message is re-sent).
+//
+// A history that is the slice published last grown by append costs only
+// its new messages: Publish does not read its earlier messages again. So
+// edit or reorder published messages in a copy (slices.Clone(history)),
+// or publish the edited slice before appending to it; an edit made in
+// place and followed by an append is found only later (see
+// queue.Publisher).
 //
 // The snapshot carries the client's control ([WithControl]), the
 // conversation's ([Client.SetControl]) and opts, laid over one another
@@ -547,7 +569,9 @@ func (c *Client) Flush(ctx context.Context) error {
 }
 
 // Latest returns the conversation's newest briefing from the store (always
-// a round trip; Prepare uses the watched copy when there is one). Errors:
+// a round trip; Prepare uses the watched copy when there is one). The
+// briefing read last for the conversation is not decoded again while the
+// store holds the same bytes: a turn costs the round trip. Errors:
 // ErrInvalidID, ErrNoBriefing, ErrClosed, or a wrapped store error.
 func (c *Client) Latest(ctx context.Context, conv string) (*briefd.Briefing, error) {
 	if !queue.ValidToken(conv) {
@@ -556,14 +580,37 @@ func (c *Client) Latest(ctx context.Context, conv string) (*briefd.Briefing, err
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
-	b, err := c.store.Latest(ctx, c.tenant, conv)
+	data, err := c.store.LatestJSON(ctx, c.tenant, conv)
 	if errors.Is(err, cache.ErrNotFound) {
 		return nil, fmt.Errorf("client: latest %s: %w", conv, ErrNoBriefing)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("client: latest %s: %w", conv, err)
 	}
+	b, err := c.conversation(conv).decode(c.seed, data)
+	if err != nil {
+		return nil, fmt.Errorf("client: latest %s: %w", conv, err)
+	}
 	return b, nil
+}
+
+// decode returns the briefing data holds: the one decoded last, copied,
+// when data is the same (a briefing changes once in many turns).
+func (e *conversation) decode(seed maphash.Seed, data []byte) (*briefd.Briefing, error) {
+	sum := maphash.Bytes(seed, data)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.latest == nil || e.latestSum != sum || e.latestLen != len(data) {
+		b, err := cache.Decode(data)
+		if err != nil {
+			return nil, err
+		}
+		e.latest, e.latestSum, e.latestLen = b, sum, len(data)
+	}
+	b := *e.latest
+	b.CompactedIDs = slices.Clone(b.CompactedIDs)
+	b.Structured = slices.Clone(b.Structured)
+	return &b, nil
 }
 
 // Watch returns a channel that delivers the conversation's current latest
@@ -599,6 +646,12 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 // way, never a silent "no briefing". Errors: ErrInvalidID, ErrClosed, a
 // store error, or a splice error (the history is invalid); history is
 // returned with them.
+//
+// Prepare validates a conversation's history as it grows: on the slice it
+// saw last, grown by append, it checks the new messages only, and the
+// splice checks only what it adds (see briefd.Validator), so a turn costs
+// the turn, not the history. Another slice is validated whole; edit
+// messages it already saw in a copy, as for Publish.
 func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
 	history, err := c.number(history)
 	if err != nil {
@@ -649,7 +702,7 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 	if b == nil {
 		return history, nil, nil
 	}
-	out, err := briefd.Splice(history, b)
+	out, err := c.splice(conv, history, b)
 	switch {
 	case errors.Is(err, briefd.ErrBoundaryMissing), errors.Is(err, briefd.ErrNothingToSplice):
 		return history, nil, nil
@@ -657,6 +710,104 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 		return history, nil, fmt.Errorf("client: prepare %s: %w", conv, err)
 	}
 	return out, b, nil
+}
+
+// splice splices b into history, validating only what changed since the
+// conversation's last Prepare: history is checked as it grows (see
+// briefd.Validator) and the splice checks only what it adds.
+func (c *Client) splice(conv string, history []briefd.Message, b *briefd.Briefing) ([]briefd.Message, error) {
+	e := c.conversation(conv)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.grown(history) {
+		e.v = briefd.NewValidator(briefd.Limits{})
+	}
+	if err := e.v.Add(history[e.v.Len():]...); err != nil {
+		// What the splice replaces may be what is wrong: splice and
+		// validate the result, as briefd.Splice does. Validated whole
+		// next time.
+		e.v = nil
+		return briefd.Splice(history, b)
+	}
+	e.seen(history)
+	return e.v.Splice(history, b)
+}
+
+// conversation returns what the client keeps of conv between turns.
+func (c *Client) conversation(conv string) *conversation {
+	c.convMu.Lock()
+	defer c.convMu.Unlock()
+	if e, ok := c.convs[conv]; ok {
+		c.convLRU.MoveToFront(e.elem)
+		return e
+	}
+	e := &conversation{conv: conv}
+	e.elem = c.convLRU.PushFront(e)
+	c.convs[conv] = e
+	for c.convLRU.Len() > maxConversations {
+		old := c.convLRU.Remove(c.convLRU.Back()).(*conversation)
+		delete(c.convs, old.conv)
+	}
+	return e
+}
+
+// maxConversations bounds the conversations whose state between turns a
+// client keeps (LRU); a forgotten one's next Prepare validates its
+// history whole and decodes its briefing.
+const maxConversations = 4096
+
+// conversation is what the client keeps of a conversation between turns:
+// what Prepare validated of its history (a Validator that saw it, the
+// address of the agent's slice, its last messages, held so that their
+// strings stay what they were), and the latest briefing read (decoded,
+// with a hash of its JSON).
+type conversation struct {
+	conv  string
+	elem  *list.Element
+	mu    sync.Mutex
+	v     *briefd.Validator
+	array uintptr
+	last  []briefd.Message
+
+	latest    *briefd.Briefing
+	latestSum uint64
+	latestLen int
+}
+
+// grown reports whether history is the slice validated last grown by
+// append: the same array, longer, its last validated messages in place (a
+// truncation followed by appends rewrites them). Messages validated
+// before are not read again: like the publisher, Prepare takes an agent's
+// history as append-only unless it is another slice (see Client.Publish).
+func (e *conversation) grown(history []briefd.Message) bool {
+	if e.v == nil || len(history) <= e.v.Len() || e.array != uintptr(unsafe.Pointer(unsafe.SliceData(history))) {
+		return false
+	}
+	n := e.v.Len()
+	for i, m := range e.last {
+		if !sameMessage(&m, &history[n-len(e.last)+i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// seen records history as validated.
+func (e *conversation) seen(history []briefd.Message) {
+	e.array = uintptr(unsafe.Pointer(unsafe.SliceData(history)))
+	e.last = append(e.last[:0], history[max(0, len(history)-4):]...)
+}
+
+// sameMessage reports whether a and b hold the very same strings and
+// slices (it reads no string bytes).
+func sameMessage(a, b *briefd.Message) bool {
+	same := func(x, y string) bool {
+		return len(x) == len(y) && unsafe.StringData(x) == unsafe.StringData(y)
+	}
+	return same(a.ID, b.ID) && a.Role == b.Role && same(a.Content.Text, b.Content.Text) && same(a.ToolCallID, b.ToolCallID) &&
+		a.Pinned == b.Pinned && len(a.Metadata) == len(b.Metadata) &&
+		len(a.Content.Parts) == len(b.Content.Parts) && unsafe.SliceData(a.Content.Parts) == unsafe.SliceData(b.Content.Parts) &&
+		len(a.ToolCalls) == len(b.ToolCalls) && unsafe.SliceData(a.ToolCalls) == unsafe.SliceData(b.ToolCalls)
 }
 
 // Splice is [briefd.Splice]: history with every non-pinned message before
@@ -745,6 +896,12 @@ func (c *Client) Forget(conv string) {
 	delete(c.watches, conv)
 	delete(c.controls, conv)
 	c.mu.Unlock()
+	c.convMu.Lock()
+	if e, ok := c.convs[conv]; ok {
+		c.convLRU.Remove(e.elem)
+		delete(c.convs, conv)
+	}
+	c.convMu.Unlock()
 	if ok {
 		w.cancel()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -610,4 +611,112 @@ func TestWatchFollowsNewestSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBriefing(t, c, "conv", h, 6)
+}
+
+// Prepare validates a history as it grows (issue 12): turn after turn on
+// one slice it splices as briefd.Splice does; a bad turn is refused; a
+// truncation followed by new turns on the same slice, an edited copy, and
+// a history gone bad in the compacted part are all handled as
+// briefd.Splice handles them.
+func TestPrepareValidatesTheTurn(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithTenant("t1"))
+	if _, err := store.Put(t.Context(), &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a3", Position: 8, Text: "brief"}); err != nil {
+		t.Fatal(err)
+	}
+	full := conversation(30)
+	h := make([]briefd.Message, 0, len(full)+8) // appends keep the array
+	h = append(h, full[:10]...)
+	prepare := func(h []briefd.Message) ([]briefd.Message, error) {
+		t.Helper()
+		got, br, err := c.Prepare(t.Context(), "conv", h)
+		want, werr := briefd.Splice(h, &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a3", Position: 8, Text: "brief"})
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("Prepare: %v; briefd.Splice: %v", err, werr)
+		}
+		if err == nil && (br == nil || len(got) != len(want)) {
+			t.Fatalf("Prepare gave %d messages (briefing %v), briefd.Splice %d", len(got), br, len(want))
+		}
+		return got, err
+	}
+	for end := 10; end <= 40; end += 2 {
+		h = append(h, full[len(h):end]...)
+		if _, err := prepare(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Undo the last turn and write a bad one over it, on the same slice.
+	h = append(h[:len(h)-2], briefd.Message{ID: "stray", Role: briefd.RoleTool, ToolCallID: "nope", Content: briefd.Text("x")},
+		briefd.Message{ID: "fine", Role: briefd.RoleUser, Content: briefd.Text("fine")},
+		briefd.Message{ID: "fine too", Role: briefd.RoleUser, Content: briefd.Text("fine")})
+	if _, err := prepare(h); err == nil {
+		t.Fatal("a bad turn written over an undone one was spliced")
+	}
+	h = h[:len(h)-3]
+	if _, err := prepare(h); err != nil {
+		t.Fatal(err)
+	}
+	// A turn whose tool result answers no call.
+	h = append(h, briefd.Message{ID: "orphan", Role: briefd.RoleTool, ToolCallID: "nope", Content: briefd.Text("x")})
+	if _, err := prepare(h); err == nil {
+		t.Fatal("a bad turn was spliced")
+	}
+	// Undo it and the turn before, then take other turns on the same slice.
+	h = h[:len(h)-3]
+	h = append(h, briefd.Message{ID: "u-new", Role: briefd.RoleUser, Content: briefd.Text("again")},
+		briefd.Message{ID: "a-new", Role: briefd.RoleAssistant, Content: briefd.Text("ok")},
+		briefd.Message{ID: "t-dup", Role: briefd.RoleUser, Content: briefd.Text("dup")})
+	if _, err := prepare(h); err != nil {
+		t.Fatal(err)
+	}
+	// The same id again, on the same slice: refused.
+	h = append(h, briefd.Message{ID: "u-new", Role: briefd.RoleUser, Content: briefd.Text("dup")})
+	if _, err := prepare(h); err == nil {
+		t.Fatal("a duplicate id was spliced")
+	}
+	// An edited copy, bad in the compacted part only: spliced away, as
+	// briefd.Splice does.
+	cp := slices.Clone(h[:len(h)-1])
+	cp[3].ToolCallID = "c-other"
+	if _, err := prepare(cp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Latest decodes a briefing once, and sees the next one: each call gets
+// its own copy.
+func TestLatestDecodesOnce(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithTenant("t1"))
+	put := func(boundary string, pos int64) {
+		t.Helper()
+		if _, err := store.Put(t.Context(), &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: boundary,
+			Position: pos, Text: "brief " + boundary, CompactedIDs: []string{"m1", "m2"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("a2", 6)
+	first, err := c.Latest(t.Context(), "conv")
+	if err != nil || first.BoundaryID != "a2" {
+		t.Fatalf("Latest = %v, %v", first, err)
+	}
+	first.CompactedIDs[0] = "changed by the caller"
+	again, err := c.Latest(t.Context(), "conv")
+	if err != nil || again == first || again.CompactedIDs[0] != "m1" || again.Text != "brief a2" {
+		t.Fatalf("Latest again = %+v, %v", again, err)
+	}
+	put("a4", 10)
+	next, err := c.Latest(t.Context(), "conv")
+	if err != nil || next.BoundaryID != "a4" || next.Text != "brief a4" {
+		t.Fatalf("Latest after a new briefing = %+v, %v", next, err)
+	}
 }

@@ -548,9 +548,10 @@ type scan struct {
 func (c *Client) resolver() *queue.Resolver {
 	c.resolverOnce.Do(func() {
 		c.res = queue.NewResolver(c.js, queue.Config{Prefix: c.prefix, Logger: c.log,
-			// A scan resolves each snapshot on the one before it: a few
-			// lists suffice; bodies are cached for repeated calls.
-			ResolvedCache: 16, BodyCacheBytes: 8 << 20})
+			// A scan resolves each snapshot's list on the one before it
+			// (no decoded history is kept); bodies are cached for
+			// repeated calls.
+			ResolvedCacheBytes: 1 << 20, BodyCacheBytes: 8 << 20})
 	})
 	return c.res
 }

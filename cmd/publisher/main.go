@@ -11,6 +11,7 @@
 //	publisher search   search the compacted messages of a conversation
 //	publisher tool     answer an expand_history tool call as an agent would, or print the tool's definition
 //	publisher load     play N concurrent agents and summarize throughput and latencies
+//	publisher nemesis  run servers and workers as processes, inject faults while agents publish, check the guarantees
 //
 // Every flag also reads a BRIEFD_* environment variable; flags win.
 package main
@@ -49,6 +50,7 @@ var commands = []struct {
 	{"search", func() command { return &searchCmd{} }},
 	{"tool", func() command { return &toolCmd{} }},
 	{"load", func() command { return &loadCmd{} }},
+	{"nemesis", func() command { return &nemesisCmd{} }},
 }
 
 // usage lists the subcommands; printed for a bare "publisher", -h and an

@@ -47,6 +47,7 @@ type serviceFlags struct {
 	briefingTTL                                           time.Duration
 	logLevel, logFormat                                   string
 	auditReplicas, maxBoundaries, redisWaitReplicas       int
+	historyCacheMiB                                       int
 	redisWaitAOF                                          bool
 	queue                                                 queue.Config
 }
@@ -79,7 +80,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&f.auditReplicas, "audit-replicas", 0, "replicas of the audit stream (default --replicas)")
 	fs.IntVar(&q.TenantConcurrency, "tenant-concurrency", 0, "compactions one tenant may hold in this process while another tenant has work (default concurrency/2)")
 	fs.IntVar(&q.MaxRequeues, "max-requeues", 0, "redeliveries that are not attempts (shutdowns, deferrals) before a snapshot is dead-lettered anyway (default 50)")
-	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation in Redis; older ones are deleted (default 16)")
+	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation (Redis or key-value store); older ones are deleted (default 16)")
 	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
 	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "with --redis-wait-aof, also wait for this many replicas' append-only files")
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
@@ -87,6 +88,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
 	fs.DurationVar(&q.MaxHandleTime, "max-handle-time", 0, "a compaction running longer is cancelled and retried; the LLM cascade is stopped a reserve before it and the deterministic briefing kept (default 10m)")
 	fs.IntVar(&q.MaxDeliver, "max-deliver", 0, "attempts before a snapshot is dead-lettered (default 5)")
+	fs.IntVar(&f.historyCacheMiB, "history-cache-mib", 0, "memory for the decoded histories of recent conversations, in MiB (the engines' memo of them takes about a quarter more): a conversation's next snapshot then fetches, decodes, validates and counts only its new messages (default 256)")
 	fs.IntVar(&q.MaxAckPending, "max-ack-pending", 0, "unacknowledged snapshots across all workers (default 1000; raise it to workers × concurrency)")
 	fs.StringVar(&q.Consumer, "consumer", "", "durable consumer shared by all workers (default briefd-workers)")
 }
@@ -106,6 +108,10 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return usageErrorf("unexpected arguments %q", fs.Args())
 	}
+	if f.historyCacheMiB < 0 {
+		return usageErrorf("--history-cache-mib %d: must be positive", f.historyCacheMiB)
+	}
+	f.queue.ResolvedCacheBytes = f.historyCacheMiB << 20
 	logger, summarizer, err := f.logging(stderr, llm)
 	if err != nil {
 		return err
@@ -311,7 +317,7 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, con
 		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix, TTL: f.briefingTTL,
 			MaxBoundaries: f.maxBoundaries, WaitAOF: f.redisWaitAOF, WaitReplicas: f.redisWaitReplicas}), func() { rdb.Close() }, nil
 	case "kv":
-		cfg := cache.KVConfig{Bucket: kvBucket(f.queue.Prefix), Replicas: f.queue.Replicas, TTL: f.briefingTTL}
+		cfg := cache.KVConfig{Bucket: kvBucket(f.queue.Prefix), Replicas: f.queue.Replicas, TTL: f.briefingTTL, MaxBoundaries: f.maxBoundaries}
 		open := cache.OpenKVStore
 		if configure {
 			open = cache.NewKVStore

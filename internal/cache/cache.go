@@ -86,6 +86,9 @@ func ref(tenant, conv, boundary string) string {
 	return s.String()
 }
 
+// Decode parses a briefing's JSON as a store holds it.
+func Decode(data []byte) (*briefd.Briefing, error) { return decode(data) }
+
 func decode(data []byte) (*briefd.Briefing, error) {
 	b := new(briefd.Briefing)
 	if err := json.Unmarshal(data, b); err != nil {

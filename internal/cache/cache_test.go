@@ -288,38 +288,40 @@ func TestOpenKVStoreKeepsSettings(t *testing.T) {
 // Old boundaries are bounded per conversation: Put keeps MaxBoundaries of
 // them (never deleting the latest) instead of every boundary for 30 days.
 func TestRedisRetention(t *testing.T) {
-	rdb := redistest.Start(t).Client(t)
-	ctx := t.Context()
+	srv := redistest.Start(t)
+	cachetest.RunRetention(t, func(t *testing.T, maxBoundaries int) cachetest.Store {
+		return cache.NewRedisStore(srv.Client(t), cache.RedisConfig{Prefix: "retention", MaxBoundaries: maxBoundaries})
+	})
+	// The index holds what is kept, no more.
+	rdb := srv.Client(t)
 	s := cache.NewRedisStore(rdb, cache.RedisConfig{MaxBoundaries: 3})
 	for i := range 10 {
-		b := briefing("acme", "c1", fmt.Sprintf("m%d", i), int64(10+i))
-		b.SnapshotSeq, b.SnapshotTime = uint64(i+1), time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)
-		if _, err := s.Put(ctx, b); err != nil {
+		b := &briefd.Briefing{ConversationID: "c1", Tenant: "acme", BoundaryID: fmt.Sprintf("m%d", i), Position: int64(10 + i),
+			SnapshotSeq: uint64(i + 1), SnapshotTime: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
+		if _, err := s.Put(t.Context(), b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A late briefing of an old snapshot is stored but trimmed at once.
-	old := briefing("acme", "c1", "late", 5)
-	old.SnapshotTime = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	if latest, err := s.Put(ctx, old); err != nil || latest {
-		t.Fatalf("late put: latest=%v err=%v", latest, err)
-	}
-	for i := range 10 {
-		_, err := s.Get(ctx, "acme", "c1", fmt.Sprintf("m%d", i))
-		if kept := i >= 7; kept != (err == nil) {
-			t.Errorf("boundary m%d: err=%v, want kept=%v", i, err, kept)
-		}
-	}
-	if _, err := s.Get(ctx, "acme", "c1", "late"); !errors.Is(err, cache.ErrNotFound) {
-		t.Errorf("late boundary kept: %v", err)
-	}
-	if b, err := s.Latest(ctx, "acme", "c1"); err != nil || b.BoundaryID != "m9" {
-		t.Fatalf("latest = %v, %v", b, err)
-	}
-	n, _ := rdb.ZCard(ctx, "briefd:{acme:c1}:boundaries").Result()
-	if n != 3 {
+	if n, _ := rdb.ZCard(t.Context(), "briefd:{acme:c1}:boundaries").Result(); n != 3 {
 		t.Fatalf("%d boundaries indexed, want 3", n)
 	}
+}
+
+// TestKVStoreRetention: the key-value store keeps MaxBoundaries boundaries
+// per conversation too (issue 10, item 10), in an index key per
+// conversation moved by compare-and-set.
+func TestKVStoreRetention(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	n := 0
+	cachetest.RunRetention(t, func(t *testing.T, maxBoundaries int) cachetest.Store {
+		n++
+		s, err := cache.NewKVStore(t.Context(), js, cache.KVConfig{Bucket: fmt.Sprintf("retention%d", n), MaxBoundaries: maxBoundaries})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
 }
 
 // TestRedisWatchSharesOneConnection (issue 10, D4): a store's watches

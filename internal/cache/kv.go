@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/briefd/briefd"
@@ -26,6 +27,10 @@ type KVConfig struct {
 	Replicas int
 	// Storage is file (the zero value, the default) or memory.
 	Storage jetstream.StorageType
+	// MaxBoundaries is how many boundaries of one conversation are kept;
+	// Put deletes the oldest beyond it (never the latest's). Default
+	// DefaultMaxBoundaries.
+	MaxBoundaries int
 }
 
 // WithDefaults returns the configuration with zero fields set to their
@@ -34,6 +39,7 @@ func (c KVConfig) WithDefaults() KVConfig {
 	c.Bucket = cmp.Or(c.Bucket, DefaultBucket)
 	c.TTL = cmp.Or(c.TTL, DefaultTTL)
 	c.Replicas = cmp.Or(c.Replicas, 1)
+	c.MaxBoundaries = cmp.Or(c.MaxBoundaries, DefaultMaxBoundaries)
 	return c
 }
 
@@ -41,9 +47,10 @@ func (c KVConfig) WithDefaults() KVConfig {
 // mode; see the package documentation for the key layout. It is safe for
 // concurrent use.
 type KVStore struct {
-	kv    jetstream.KeyValue
-	nc    *nats.Conn
-	watch kvHub
+	kv            jetstream.KeyValue
+	nc            *nats.Conn
+	watch         kvHub
+	maxBoundaries int
 }
 
 // NewKVStore creates the bucket if it does not exist, or updates its
@@ -65,7 +72,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVS
 	if err != nil {
 		return nil, fmt.Errorf("cache: create key-value bucket %s: %w", cfg.Bucket, err)
 	}
-	return &KVStore{kv: kv, nc: js.Conn()}, nil
+	return &KVStore{kv: kv, nc: js.Conn(), maxBoundaries: max(cfg.MaxBoundaries, 1)}, nil
 }
 
 // OpenKVStore returns the store on an existing bucket, creating it with
@@ -76,7 +83,7 @@ func OpenKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KV
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case err == nil:
-		return &KVStore{kv: kv, nc: js.Conn()}, nil
+		return &KVStore{kv: kv, nc: js.Conn(), maxBoundaries: max(cfg.MaxBoundaries, 1)}, nil
 	case errors.Is(err, jetstream.ErrBucketNotFound):
 		return NewKVStore(ctx, js, cfg)
 	default:
@@ -101,6 +108,11 @@ func kvBoundaryKey(tenant, conv, boundary string) string {
 	return kvToken(tenant) + "." + kvToken(conv) + ".b." + kvToken(boundary)
 }
 
+// kvIndexKey holds the conversation's boundaries kept, for retention.
+func kvIndexKey(tenant, conv string) string {
+	return kvToken(tenant) + "." + kvToken(conv) + ".boundaries"
+}
+
 // position is the part of a stored briefing that Put compares.
 type position struct {
 	Position     int64     `json:"position"`
@@ -123,9 +135,16 @@ func (s *KVStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, err
 	if err != nil {
 		return false, fmt.Errorf("cache: put %s: encode: %w", what, err)
 	}
+	// The index first: a writer trimming the conversation meanwhile then
+	// counts this boundary, at its order, among those to keep.
+	drop, err := s.index(ctx, b)
+	if err != nil {
+		return false, fmt.Errorf("cache: put %s: %w", what, err)
+	}
 	if _, err := s.kv.Put(ctx, kvBoundaryKey(b.Tenant, b.ConversationID, b.BoundaryID), data); err != nil {
 		return false, fmt.Errorf("cache: put %s: %w", what, err)
 	}
+	defer s.purge(ctx, b.Tenant, b.ConversationID, drop)
 	key := kvLatestKey(b.Tenant, b.ConversationID)
 	for {
 		e, err := s.kv.Get(ctx, key)
@@ -167,6 +186,87 @@ func (s *KVStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, err
 	}
 }
 
+// kvIndexed is one boundary in a conversation's index: its id and the
+// key that orders it (the snapshot's time in microseconds, or the
+// position for a briefing of no snapshot), as the Redis store scores it.
+type kvIndexed struct {
+	Boundary string `json:"b"`
+	Order    int64  `json:"o"`
+}
+
+// index records b's boundary in its conversation's index and removes the
+// oldest beyond MaxBoundaries from it, by compare-and-set; it returns the
+// boundaries removed, whose records the caller deletes.
+func (s *KVStore) index(ctx context.Context, b *briefd.Briefing) ([]string, error) {
+	key := kvIndexKey(b.Tenant, b.ConversationID)
+	score := order(b)
+	if score == 0 {
+		score = b.Position
+	}
+	for {
+		var idx []kvIndexed
+		var rev uint64
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case err == nil:
+			rev = e.Revision()
+			if err := json.Unmarshal(e.Value(), &idx); err != nil {
+				idx = nil // rebuilt from here on; older records expire with the bucket's TTL
+			}
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil, fmt.Errorf("read boundary index: %w", err)
+		}
+		found, changed := false, false
+		for i := range idx {
+			if idx[i].Boundary == b.BoundaryID {
+				found = true
+				if score > idx[i].Order {
+					idx[i].Order, changed = score, true
+				}
+			}
+		}
+		if !found {
+			idx = append(idx, kvIndexed{Boundary: b.BoundaryID, Order: score})
+		}
+		if found && !changed {
+			return nil, nil // a redelivery: nothing new to record
+		}
+		// The oldest go. The latest briefing's boundary has the highest
+		// order of all (the latest moves only to a higher one), so it is
+		// never among them.
+		var drop []string
+		if len(idx) > s.maxBoundaries {
+			slices.SortStableFunc(idx, func(x, y kvIndexed) int { return cmp.Compare(x.Order, y.Order) })
+			n := len(idx) - s.maxBoundaries
+			for _, x := range idx[:n] {
+				drop = append(drop, x.Boundary)
+			}
+			idx = slices.Clone(idx[n:])
+		}
+		data, _ := json.Marshal(idx)
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, key, data)
+		} else {
+			_, err = s.kv.Update(ctx, key, data, rev)
+		}
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			continue // another writer: read its index and do it again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("write boundary index: %w", err)
+		}
+		return drop, nil
+	}
+}
+
+// purge deletes the records of boundaries the index let go. A failure
+// leaves a record the bucket's TTL removes later.
+func (s *KVStore) purge(ctx context.Context, tenant, conv string, boundaries []string) {
+	for _, id := range boundaries {
+		_ = s.kv.Purge(ctx, kvBoundaryKey(tenant, conv, id))
+	}
+}
+
 // Ping checks that the bucket answers; the worker's readiness asks it.
 func (s *KVStore) Ping(ctx context.Context) error {
 	if _, err := s.kv.Status(ctx); err != nil {
@@ -180,6 +280,12 @@ func (s *KVStore) Latest(ctx context.Context, tenant, conv string) (*briefd.Brie
 	return s.get(ctx, kvLatestKey(tenant, conv), "latest", ref(tenant, conv, ""))
 }
 
+// LatestJSON returns the JSON of the conversation's newest briefing as
+// stored (see Decode), or ErrNotFound.
+func (s *KVStore) LatestJSON(ctx context.Context, tenant, conv string) ([]byte, error) {
+	return s.getJSON(ctx, kvLatestKey(tenant, conv), "latest", ref(tenant, conv, ""))
+}
+
 // Get returns the conversation's briefing for the given boundary id, or
 // ErrNotFound.
 func (s *KVStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error) {
@@ -187,6 +293,18 @@ func (s *KVStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*br
 }
 
 func (s *KVStore) get(ctx context.Context, key, op, what string) (*briefd.Briefing, error) {
+	data, err := s.getJSON(ctx, key, op, what)
+	if err != nil {
+		return nil, err
+	}
+	b, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
+	}
+	return b, nil
+}
+
+func (s *KVStore) getJSON(ctx context.Context, key, op, what string) ([]byte, error) {
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("cache: %s %s: %w", op, what, ErrNotFound)
@@ -194,9 +312,5 @@ func (s *KVStore) get(ctx context.Context, key, op, what string) (*briefd.Briefi
 	if err != nil {
 		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
 	}
-	b, err := decode(e.Value())
-	if err != nil {
-		return nil, fmt.Errorf("cache: %s %s: %w", op, what, err)
-	}
-	return b, nil
+	return e.Value(), nil
 }

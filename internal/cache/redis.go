@@ -215,6 +215,19 @@ func (s *RedisStore) Latest(ctx context.Context, tenant, conv string) (*briefd.B
 	return s.result(data, err, "latest", ref(tenant, conv, ""))
 }
 
+// LatestJSON returns the JSON of the conversation's newest briefing as
+// stored (see Decode), or ErrNotFound.
+func (s *RedisStore) LatestJSON(ctx context.Context, tenant, conv string) ([]byte, error) {
+	data, err := s.rdb.HGet(ctx, s.keys(tenant, conv).latest, "briefing").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("cache: latest %s: %w", ref(tenant, conv, ""), ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: latest %s: %w", ref(tenant, conv, ""), err)
+	}
+	return data, nil
+}
+
 // Get returns the conversation's briefing for the given boundary id, or
 // ErrNotFound.
 func (s *RedisStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error) {

@@ -87,9 +87,11 @@ func pinnedByID(head []briefd.Message, pin []string) []string {
 // token counts are counts. The rules, in order:
 //
 //  1. Walk back from the end while the tail stays within KeepBudget tokens.
-//  2. If even the last message is over the budget, keep just it. Otherwise
-//     keep at least max(KeepFloor, MinKeepMessages) messages, even over
-//     the budget.
+//  2. Keep at least max(KeepFloor, MinKeepMessages) messages, even over
+//     the budget, unless one of them is over the budget by itself: the
+//     tail then starts with the newest such message (just the last
+//     message, if it is the one). So the boundary never moves back as the
+//     history grows by turns.
 //  3. The tail holds the newest user message (a spliced briefing is not
 //     one) unless it is pinned, and so kept anyway. Two exceptions, noted
 //     in the result: when keeping it would leave nothing to compact, or
@@ -142,12 +144,29 @@ func (c Config) boundary(msgs []briefd.Message, counts []int, pinned []bool, for
 	for b > 0 && suffix[b-1] <= budget {
 		b--
 	}
-	switch {
-	case b == n:
-		b = n - 1
-		notes = append(notes, fmt.Sprintf("the last message alone (%d tokens) is over the kept budget of %d: keeping just it", counts[n-1], budget))
-	case n-b < floor:
-		b = max(0, n-floor)
+	if n-b < floor {
+		// The floor extends the tail, but not past a message that is over
+		// the budget by itself: the tail then starts with the newest such
+		// message. As the history grows the boundary so never moves back
+		// (with the floor alone, a tail that began with a large last
+		// message would begin earlier one turn later).
+		big := -1
+		for j := b - 1; j >= max(0, n-floor); j-- {
+			if counts[j] > budget {
+				big = j
+				break
+			}
+		}
+		switch {
+		case big == n-1:
+			notes = append(notes, fmt.Sprintf("the last message alone (%d tokens) is over the kept budget of %d: keeping just it", counts[big], budget))
+			b = big
+		case big >= 0:
+			notes = append(notes, fmt.Sprintf("message %s (%d tokens) is over the kept budget of %d: the kept tail starts with it, with %d messages", msgs[big].ID, counts[big], budget, n-big))
+			b = big
+		default:
+			b = max(0, n-floor)
+		}
 	}
 
 	if u := newestUserMessage(msgs); u >= 0 && u < b && !pinned[u] {

@@ -29,6 +29,7 @@ func TestBoundary(t *testing.T) {
 		{name: "floor wins over the budget", spec: "s u a a a:100 a:100 a:100 a:100 a:100", want: 4},
 		{name: "last message over budget kept alone", spec: "s u a a a a a a a:300", want: 8, note: "alone"},
 		{name: "last tool result over budget keeps its call", spec: "s u a a a a a c1 t:300", want: 7},
+		{name: "a message over budget in the floor starts the tail", spec: "s u a a a a a c1 t:300 a a", want: 7, note: "the kept tail starts with it"},
 		{name: "never starts with a tool result", spec: "s u a:100 a:100 c2:100 t:40 t:40 a:30 a:30 a:30", want: 4},
 		{name: "parallel results stay with their call", spec: "s u a:100 c3:100 t:20 t:20 t:20 a:30 a:30 a:30 a:30 a:30", want: 3},
 		{name: "newest user message pulled into the tail", spec: "s u a:30 a:30 u:30 a:30 a:30 " + tail6, want: 4},

@@ -42,6 +42,10 @@ type Engine struct {
 	steps *brief.Cache
 	// brief writes the deterministic briefing; brief.Write except in tests.
 	brief func(context.Context, brief.Input) (*brief.Draft, error)
+	// memo remembers the conversations compacted (see WithMemo);
+	// memoKey tells this engine's entries from others' sharing it.
+	memo    *Memo
+	memoKey string
 }
 
 // Option configures an Engine.
@@ -57,6 +61,13 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.logger = l }
 // WithClock sets the clock that stamps briefings. Default: time.Now.
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
+// WithMemo makes the engine remember the conversations it compacts in m
+// (nil: remember nothing), which engines may share (an engine's entries
+// are its own unless the other engine has the same encoding, per-message
+// overhead and limits). Without it an engine has a Memo of its own of
+// DefaultMemoMessages.
+func WithMemo(m *Memo) Option { return func(e *Engine) { e.memo = m } }
+
 // WithTokenCounter makes the engine use c (and its caches), for example
 // to share one counter between engines with the same encoding. c must use
 // the config's encoding and overhead.
@@ -68,7 +79,7 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0)}
+	e := &Engine{cfg: cfg.WithDefaults(), now: time.Now, brief: brief.Write, steps: brief.NewCache(0, 0), memo: NewMemo(DefaultMemoMessages)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -86,6 +97,8 @@ func New(cfg Config, opts ...Option) (*Engine, error) {
 		return nil, &ConfigError{Field: "Encoding", Value: e.cfg.Encoding,
 			Err: fmt.Errorf("the token counter given uses %s", e.counter.Encoding())}
 	}
+	// What a remembered conversation's counts and validation depend on.
+	e.memoKey = fmt.Sprintf("%s/%d/%+v", e.cfg.Encoding, e.cfg.overhead(), e.cfg.Limits)
 	return e, nil
 }
 
@@ -188,8 +201,12 @@ type Result struct {
 func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	msgs := req.Messages
 	log := e.logger.With("conversation", req.ConversationID)
-	if err := briefd.Validate(msgs, e.cfg.Limits); err != nil {
+	kn, err := e.prepare(ctx, req)
+	switch {
+	case errors.Is(err, briefd.ErrInvalidHistory):
 		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
+	case err != nil:
+		return nil, fmt.Errorf("compact: conversation %q: count tokens: %w", req.ConversationID, err)
 	}
 	cfg, err := e.cfg.withControl(req.Control)
 	if err != nil {
@@ -202,10 +219,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	force := req.Force || req.Control.Mode == briefd.ModeNow
 	focus := strings.TrimSpace(strings.Join([]string{req.Focus, req.Control.Focus}, "\n"))
 
-	counts, total, err := e.countMessages(ctx, msgs)
-	if err != nil {
-		return nil, fmt.Errorf("compact: conversation %q: count tokens: %w", req.ConversationID, err)
-	}
+	counts, total := kn.counts, kn.total
 	res := &Result{Boundary: -1, Messages: msgs, TokensBefore: total, TriggerTokens: cfg.TriggerTokens()}
 	notCompacted := func(skip Skip, reason string) (*Result, error) {
 		res.Skip, res.Reason = skip, reason
@@ -255,7 +269,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		Structured:     draft.Structured,
 		Tier:           briefd.TierDeterministic,
 		EngineVersion:  EngineVersion,
-		InputHash:      SpanHash(span),
+		InputHash:      kn.spanHash(msgs, pinned, req.Control.Pin, at.index),
 		Depth:          depth(draft.Depth, span, prev),
 		CompactedIDs:   ids(span),
 		PinnedIDs:      pinnedByID(head, req.Control.Pin),
@@ -304,7 +318,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 			ErrNoBoundary, b.TokensAfter, total, spanTokens, b.BriefingTokens))
 	}
 
-	spliced, err := briefd.Splice(msgs, b)
+	spliced, err := kn.splice(msgs, b)
 	if err != nil {
 		// The boundary rules make this unreachable on a valid history.
 		return nil, fmt.Errorf("compact: conversation %q: splice at %s: %w", req.ConversationID, b.BoundaryID, err)
@@ -316,12 +330,16 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// countMessages counts every message; a long one stops counting as soon
-// as ctx ends.
-func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]int, int, error) {
-	counts := make([]int, len(msgs))
+// countMessages returns the counts of msgs and their total: known counts
+// the first messages already (it is appended to), the rest are counted;
+// a long one stops counting as soon as ctx ends.
+func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message, known []int) ([]int, int, error) {
+	counts := known
 	total := 0
-	for i := range msgs {
+	for _, n := range known {
+		total += n
+	}
+	for i := len(known); i < len(msgs); i++ {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, context.Cause(ctx)
@@ -331,7 +349,7 @@ func (e *Engine) countMessages(ctx context.Context, msgs []briefd.Message) ([]in
 		if err != nil {
 			return nil, 0, err
 		}
-		counts[i] = n
+		counts = append(counts, n)
 		total += n
 	}
 	return counts, total, nil
@@ -378,16 +396,34 @@ func summarizeContext(ctx context.Context) (context.Context, context.CancelFunc)
 
 // splitSpan returns the pinned messages before the boundary (which stay,
 // and give the briefing its context), the non-pinned ones (the span to
-// compact), the span's tokens, and the pinned messages' tokens.
+// compact), the span's tokens, and the pinned messages' tokens. When the
+// pinned messages all come first (the usual system prompt and task), both
+// are slices of msgs (clipped: nobody appends into the caller's array);
+// else copies, allocated once.
 func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int) (head, span []briefd.Message, spanTokens, pinnedTokens int) {
+	nPinned, lead := 0, 0
 	for i := range boundary {
 		if pinned[i] {
 			pinnedTokens += counts[i]
-			head = append(head, msgs[i])
-			continue
+			nPinned++
+		} else {
+			spanTokens += counts[i]
 		}
-		span = append(span, msgs[i])
-		spanTokens += counts[i]
+		if nPinned == i+1 {
+			lead = i + 1
+		}
+	}
+	if nPinned == lead {
+		return msgs[:lead:lead], msgs[lead:boundary:boundary], spanTokens, pinnedTokens
+	}
+	head = make([]briefd.Message, 0, nPinned)
+	span = make([]briefd.Message, 0, boundary-nPinned)
+	for i := range boundary {
+		if pinned[i] {
+			head = append(head, msgs[i])
+		} else {
+			span = append(span, msgs[i])
+		}
 	}
 	return head, span, spanTokens, pinnedTokens
 }

@@ -54,7 +54,7 @@ func TestCompactSharedHistories(t *testing.T) {
 				// Two reasons are legitimate: a conversation no longer
 				// than its pinned head and the floor, and a span too small
 				// for any briefing (under twice the smallest budget).
-				counts, _, _ := e.countMessages(t.Context(), req.Messages)
+				counts, _, _ := e.countMessages(t.Context(), req.Messages, nil)
 				pinned := defaultPinned(req.Messages)
 				short, small := false, false
 				if at, err := e.cfg.boundary(req.Messages, counts, pinned, req.Force); err != nil {

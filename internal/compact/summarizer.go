@@ -32,6 +32,8 @@ type SummaryInput struct {
 	Tenant         string
 	// Span holds the messages being replaced, in order. When it begins
 	// with an earlier briefing message, Previous holds that briefing.
+	// Span and Pinned may share memory with the request's messages: read
+	// them, never write to them.
 	Span []briefd.Message
 	// Pinned holds the messages kept verbatim before the briefing (system
 	// prompts, the first user message, pinned messages): they state the

@@ -176,6 +176,24 @@ func NewServer(t testing.TB, script ...Step) *Server {
 	return s
 }
 
+// NewHandler returns the fake endpoint as an http.Handler outside a test:
+// every request is answered with step, nothing is recorded, and the caller
+// serves it where it likes (a fault harness takes the listener down and up
+// to simulate an outage). Mount it so that the client's base URL maps to
+// it (requests go to <base>/chat/completions; the path is not checked).
+func NewHandler(step Step) http.Handler {
+	s := &Server{done: make(chan struct{}), fallback: &step}
+	return http.HandlerFunc(s.serve)
+}
+
+// errorf fails the test of a Server made by NewServer; a handler made by
+// NewHandler only answers the request with the error status.
+func (s *Server) errorf(format string, args ...any) {
+	if s.t != nil {
+		s.t.Errorf(format, args...)
+	}
+}
+
 // Push appends steps to the script.
 func (s *Server) Push(steps ...Step) {
 	s.mu.Lock()
@@ -231,7 +249,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var req Request
 	if err := json.Unmarshal(body, &req); err != nil {
-		s.t.Errorf("openaitest: request body is not JSON: %v", err)
+		s.errorf("openaitest: request body is not JSON: %v", err)
 		http.Error(w, "bad json", http.StatusBadRequest)
 		return
 	}
@@ -255,7 +273,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		step = *s.fallback
 	default:
 		s.mu.Unlock()
-		s.t.Errorf("openaitest: request %d past the end of the script (model %q)", len(s.reqs), req.Model)
+		s.errorf("openaitest: request %d past the end of the script (model %q)", len(s.reqs), req.Model)
 		http.Error(w, "script exhausted", http.StatusInternalServerError)
 		return
 	}

@@ -124,9 +124,15 @@ type Config struct {
 	// PullMaxBytes, when > 0, bounds the pull in bytes instead of
 	// messages (the two are exclusive).
 	PullMaxBytes int
-	// ResolvedCache is how many resolved snapshot lists a consumer keeps
-	// (LRU). Default 1024.
-	ResolvedCache int
+	// ResolvedCacheBytes bounds the consumer's cache of resolved lists
+	// (LRU by bytes): per conversation, the newest list it resolved with
+	// its messages decoded, about 1.2 times the history's JSON. The next
+	// snapshot of a conversation extends it, so the worker fetches and
+	// decodes only the messages a turn adds; a conversation whose list was
+	// evicted is resolved whole again. Size it to the histories of the
+	// conversations active at once. Default 256 MiB: about 500
+	// conversations of 100k tokens, or 50 of 1M.
+	ResolvedCacheBytes int
 	// BodyCacheBytes bounds the consumer's cache of bodies (LRU by bytes).
 	// Default 64 MiB.
 	BodyCacheBytes int
@@ -163,7 +169,7 @@ const (
 	DefaultMaxAckPending  = 1000
 	DefaultConcurrency    = 4
 	DefaultMaxHandleTime  = 10 * time.Minute
-	DefaultResolvedCache  = 1024
+	DefaultResolvedCache  = 256 << 20
 	DefaultBodyCacheBytes = 64 << 20
 	DefaultMaxChain       = 1024
 	DefaultMaxRequeues    = 50
@@ -201,7 +207,7 @@ func (c Config) WithDefaults() Config {
 	if c.PullMaxBytes <= 0 {
 		c.PullMaxMessages = cmp.Or(c.PullMaxMessages, c.Concurrency)
 	}
-	c.ResolvedCache = cmp.Or(c.ResolvedCache, DefaultResolvedCache)
+	c.ResolvedCacheBytes = cmp.Or(c.ResolvedCacheBytes, DefaultResolvedCache)
 	c.BodyCacheBytes = cmp.Or(c.BodyCacheBytes, DefaultBodyCacheBytes)
 	c.MaxChain = cmp.Or(c.MaxChain, DefaultMaxChain)
 	c.MaxMessages = cmp.Or(c.MaxMessages, briefd.DefaultMaxMessages)
@@ -242,7 +248,7 @@ func (c Config) Validate() error {
 		{"AckTimeout", int64(c.AckTimeout)}, {"PublishRetryWait", int64(c.PublishRetryWait)},
 		{"LimitsRefresh", int64(c.LimitsRefresh)},
 		{"AckWait", int64(c.AckWait)}, {"MaxDeliver", int64(c.MaxDeliver)}, {"MaxAckPending", int64(c.MaxAckPending)},
-		{"Concurrency", int64(c.Concurrency)}, {"ResolvedCache", int64(c.ResolvedCache)},
+		{"Concurrency", int64(c.Concurrency)}, {"ResolvedCacheBytes", int64(c.ResolvedCacheBytes)},
 		{"BodyCacheBytes", int64(c.BodyCacheBytes)}, {"MaxChain", int64(c.MaxChain)},
 		{"MaxHandleTime", int64(c.MaxHandleTime)}, {"MaxRequeues", int64(c.MaxRequeues)},
 		{"TenantConcurrency", int64(c.TenantConcurrency)}, {"MaxMessages", int64(c.MaxMessages)},

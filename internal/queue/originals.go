@@ -73,6 +73,9 @@ func (r *Resolver) UpdateOriginals(ctx context.Context, s *OriginalsScan) error 
 		return err
 	}
 	subject := r.subj.Snapshot(s.tenant, s.conv)
+	// The list resolved last: the next snapshot is most often a delta on
+	// it, resolved then from the manifest alone.
+	var last listView
 	for {
 		raw, err := snaps.GetMsg(ctx, s.next, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -87,12 +90,13 @@ func (r *Resolver) UpdateOriginals(ctx context.Context, s *OriginalsScan) error 
 			s.next = next
 			continue // dead-lettered by the workers; names nothing usable
 		}
-		list, err := r.list(ctx, subject, raw.Sequence, man)
+		list, err := r.list(ctx, subject, raw.Sequence, man, last)
 		if err != nil && !errors.Is(err, ErrMalformed) {
 			return err // transient: this snapshot is read again next time
 		}
 		if err == nil {
 			s.order.merge(list)
+			last = listView{entries: list, snaps: []listSnap{{streamSeq: raw.Sequence, seq: man.Seq, n: len(list)}}}
 		}
 		s.next = next
 	}

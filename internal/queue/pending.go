@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,8 +25,13 @@ type Pending struct {
 	man    *nats.Msg     // the manifest (nil for a duplicate, which sends nothing)
 	manF   jetstream.PubAckFuture
 	list   []pubEntry // the snapshot's list, read only when a dependency failed
-	deps   []*Pending // the conversation's earlier snapshots still in flight at publish
-	st     *convState // its conversation, to re-send the manifest in order
+	// A full manifest is sent after PublishAsync returns (see
+	// convState.deferred): unsent until then, its data lacking the list,
+	// fullList. Both guarded by st.mu.
+	unsent   bool
+	fullList []byte
+	deps     []*Pending // the conversation's earlier snapshots still in flight at publish
+	st       *convState // its conversation, to re-send the manifest in order
 
 	done chan struct{} // closed once settled
 	// Written by the owner only; read by others only after done.
@@ -109,6 +115,14 @@ func (p *Pending) isDone() bool {
 
 // own is the goroutine that owns the snapshot's acks.
 func (p *Pending) own(pub *Publisher, key string) {
+	if p.sent.Full {
+		p.st.mu.Lock()
+		if p.st.deferred == p {
+			p.st.deferred = nil
+		}
+		p.sendFull(pub, key)
+		p.st.mu.Unlock()
+	}
 	pub.await(p)
 	retry := pub.retryBackOff()
 	for attempt := 1; p.failed() && !p.supersededOnly(); attempt++ {
@@ -171,6 +185,31 @@ func (p *Pending) own(pub *Publisher, key string) {
 	// publishing faster than its acks does not chain them all in memory.
 	p.deps, p.list, p.st = nil, nil, nil
 	p.settle(err)
+}
+
+// sendFull writes the list into a full manifest's data and sends it, once
+// (the owner and the conversation's next snapshot both may call it); the
+// caller holds p.st.mu. A failed send is the manifest's failed publish.
+func (p *Pending) sendFull(pub *Publisher, key string) {
+	if !p.unsent {
+		return
+	}
+	p.unsent = false
+	const null = `"append":null`
+	data := p.man.Data
+	i := bytes.Index(data, []byte(null))
+	out := make([]byte, 0, len(data)+len(p.fullList)+2)
+	out = append(out, data[:i]...)
+	out = append(out, `"append":[`...)
+	out = append(out, p.fullList...)
+	out = append(out, ']')
+	p.man.Data, p.fullList = append(out, data[i+len(null):]...), nil
+	f, err := pub.js.PublishMsgAsync(p.man)
+	if err != nil {
+		p.err = fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, p.res.Seq, err)
+		return
+	}
+	p.manF = f
 }
 
 // resendManifest publishes the manifest again, unless a newer snapshot of

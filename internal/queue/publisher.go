@@ -21,13 +21,24 @@ import (
 
 // Publisher publishes conversation snapshots the way docs/protocol.md
 // describes, as an agent does. It remembers, per conversation, the list it
-// published last, so a turn costs the new messages (marshal, hash, send)
-// plus one pointer comparison per unchanged message, not a re-hash of the
-// history. It keeps references to the strings of the messages it published
-// last (no copies), so an agent that keeps its history pays no extra
-// memory for them. It is safe for concurrent use; publishes of one
-// conversation are serialized. Treat the strings of a published message as
-// immutable (Go strings are, unless changed through unsafe).
+// published last, so a turn costs the new messages (marshal, hash, send),
+// not a re-hash of the history. It keeps references to the strings of the
+// messages it published last (no copies), so an agent that keeps its
+// history pays no extra memory for them. It is safe for concurrent use;
+// publishes of one conversation are serialized. Treat the strings of a
+// published message as immutable (Go strings are, unless changed through
+// unsafe).
+//
+// A history that is the slice published last grown by append costs only
+// its new messages: its earlier messages are not read again (but for a
+// few, in turn, as a check). Any other history (a copy, a spliced one, the
+// same slice truncated or not longer) is compared with the list published
+// last message by message, one pointer comparison each, so edits, undo
+// and reordering are found. So change a published message in a copy of
+// the history (slices.Clone), not in place in the slice you keep
+// appending to: an edit in place followed by an append is found only when
+// the check reaches it (a warning is logged), and the snapshots until then
+// name the old text.
 //
 // It knows, per conversation, which bodies the server has stored (acked),
 // not only which it sent: a delta extends only a snapshot whose manifest
@@ -148,19 +159,18 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	st := p.convs.getOrAdd(key, func() *convState { return &convState{} })
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	// A full manifest published last is sent before anything of this one.
+	st.sendDeferred(p, key)
 	// A conversation older than the limits it would be checked against
 	// (one resumed after a pause, say) waits for a fresh read: the streams'
 	// MaxAge may have changed meanwhile. Others read in the background.
 	p.maybeRefreshLimits(ctx, st.bodies != nil && time.Since(st.since) > p.cfg.LimitsRefresh)
 	st.refresh(p)
 
-	// Walk the agent's list against the last one: unchanged messages (same
-	// string pointers) keep their hash; the rest are marshalled and hashed.
+	// Unchanged messages (same string pointers) keep their hash; the rest
+	// are marshalled and hashed.
 	prev := st.entries
-	same := 0
-	for same < len(msgs) && same < len(prev) && prev[same].fp.matches(&msgs[same]) {
-		same++
-	}
+	same := st.unchanged(p, key, msgs)
 	var bodies []newBody
 	added := make([]pubEntry, 0, len(msgs)-same)
 	var seen map[string]bool
@@ -184,10 +194,14 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 		}
 	}
 	var next []pubEntry
-	if same == len(prev) {
+	switch {
+	case same == len(prev) && cap(prev)-len(prev) >= len(added):
 		next = append(prev, added...) // prev is the longest list on its array
-	} else {
-		next = append(slices.Clip(prev[:same]), added...)
+	default:
+		// A new array, with room to grow: appending copies the list once
+		// per doubling, not on every turn.
+		next = make([]pubEntry, 0, 2*(same+len(added))+16)
+		next = append(append(next, prev[:same]...), added...)
 	}
 	// Bodies whose publish failed for good are sent again if the list
 	// still names them (unchanged messages are not walked above).
@@ -206,6 +220,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	}
 	if resent == 0 && same == len(msgs) && len(msgs) == len(prev) && st.last != nil && o.equal(st.lastOpts) && !st.last.pend.settledWithError() {
 		// Nothing changed: re-publishing would only add a manifest.
+		st.array = uintptr(unsafe.Pointer(unsafe.SliceData(msgs)))
 		res := st.last.pend.Result()
 		res.Duplicate, res.Bodies, res.BodyBytes, res.Resent = true, 0, 0, 0
 		return settledPending(res), nil
@@ -255,19 +270,9 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 		return nil, fmt.Errorf("queue: marshal manifest: %w", err)
 	}
 	st.syncListJSON(next, same)
-	if full {
-		// Splice the kept list JSON in place of "append":null.
-		i := bytes.Index(data, []byte(`"append":null`))
-		if i < 0 {
-			st.reset()
-			return nil, fmt.Errorf("queue: manifest encoding has no append field")
-		}
-		out := make([]byte, 0, len(data)+len(st.listJSON)+2)
-		out = append(out, data[:i]...)
-		out = append(out, `"append":[`...)
-		out = append(out, st.listJSON...)
-		out = append(out, ']')
-		data = append(out, data[i+len(`"append":null`):]...)
+	if full && !bytes.Contains(data, []byte(`"append":null`)) {
+		st.reset()
+		return nil, fmt.Errorf("queue: manifest encoding has no append field")
 	}
 
 	for _, b := range pend.bodies {
@@ -282,7 +287,15 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	pend.man.Header.Set(HeaderVersion, "1")
 	pend.man.Header.Set(HeaderContentType, ContentTypeJSON)
 	pend.man.Header.Set(HeaderMsgID, key+"."+strconv.FormatUint(man.Seq, 10))
-	if pend.manF, err = p.js.PublishMsgAsync(pend.man); err != nil {
+	if full {
+		// A full manifest lists every message (~45 bytes each): its
+		// owner goroutine writes and sends it, or the conversation's next
+		// snapshot first thing, whichever comes first; either holds st.mu,
+		// so it goes out before anything newer of the conversation and
+		// reads the list JSON before it changes.
+		pend.fullList, pend.unsent = st.listJSON, true
+		st.deferred = pend
+	} else if pend.manF, err = p.js.PublishMsgAsync(pend.man); err != nil {
 		st.reset()
 		return nil, fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, man.Seq, err)
 	}
@@ -298,6 +311,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	st.inflight = append(st.inflight, pend)
 	st.seq, st.published = man.Seq, man.Seq
 	st.entries = next
+	st.array = uintptr(unsafe.Pointer(unsafe.SliceData(msgs)))
 	st.lastOpts = o
 	st.last = &sentSnap{seq: man.Seq, list: next, pend: pend}
 	st.unsettled = append(st.unsettled, st.last)
@@ -361,6 +375,72 @@ type convState struct {
 	// ends[i] is the offset just after item i.
 	listJSON []byte
 	ends     []int
+	// array is the address of the agent's slice published last: the same
+	// slice grown is the list published last plus new messages.
+	array uintptr
+	// audit is where the next check of earlier messages starts (see
+	// unchanged); edited is set once an edit in place was reported.
+	audit  int
+	edited bool
+	// deferred is a full manifest not sent yet (see sendDeferred).
+	deferred *Pending
+}
+
+// auditWindow is how many earlier messages a publish of a grown slice
+// checks, in turn, besides the last ones.
+const auditWindow = 16
+
+// unchanged returns how many leading messages of msgs are, string for
+// string, those of the list published last. When msgs is the slice
+// published last grown by append (same array, longer), the earlier
+// messages are taken as they were: the last few are checked (a
+// truncation followed by appends rewrites them) and a window of
+// auditWindow others, in turn, so a turn costs the new messages only.
+// Anything else (another slice: a copy, an edited copy, a spliced
+// history; or the same slice not longer, which an agent publishes again
+// only after changing it) is walked message by message, a pointer
+// comparison per message. The caller holds st.mu.
+func (st *convState) unchanged(p *Publisher, key string, msgs []briefd.Message) int {
+	prev := st.entries
+	n := len(prev)
+	if n > 0 && len(msgs) > n && st.array == uintptr(unsafe.Pointer(unsafe.SliceData(msgs))) {
+		ok := true
+		const last = 4
+		for i := max(0, n-last); i < n && ok; i++ {
+			ok = prev[i].fp.matches(&msgs[i])
+		}
+		if rest := n - last; rest > 0 {
+			for k := 0; k < min(auditWindow, rest) && ok; k++ {
+				i := st.audit % rest
+				st.audit++
+				ok = prev[i].fp.matches(&msgs[i])
+			}
+		}
+		if ok {
+			return n
+		}
+		if !st.edited {
+			st.edited = true
+			p.cfg.Logger.Warn("queue: a published message was changed in place; earlier snapshots may name its old text: publish an edited copy of the history instead (see Publisher)",
+				"conversation", key)
+		}
+	}
+	same := 0
+	for same < len(msgs) && same < n && prev[same].fp.matches(&msgs[same]) {
+		same++
+	}
+	return same
+}
+
+// sendDeferred sends the conversation's full manifest that is not sent
+// yet, if any; the caller holds st.mu. A send that fails is the
+// manifest's failed publish: its owner re-sends it if nothing newer was
+// published.
+func (st *convState) sendDeferred(p *Publisher, key string) {
+	if d := st.deferred; d != nil {
+		st.deferred = nil
+		d.sendFull(p, key)
+	}
 }
 
 // syncListJSON brings listJSON in line with next, of which the first same
@@ -471,7 +551,7 @@ func (st *convState) reset() {
 	st.since, st.entries, st.bodies, st.resend, st.sinceFull, st.deltaBytes = time.Time{}, nil, nil, nil, 0, 0
 	st.inflight, st.unsettled = nil, nil
 	st.last, st.acked, st.lastOpts = nil, nil, publishOpts{}
-	st.listJSON, st.ends = nil, nil
+	st.listJSON, st.ends, st.array = nil, nil, 0
 }
 
 // pubEntry is a list entry plus the fingerprint of the message it came from.
@@ -488,7 +568,14 @@ func entriesOf(list []pubEntry) []Entry {
 	return out
 }
 
+// commonPrefix returns the length of the longest common prefix of two
+// lists. A list on the same array as a longer one is its prefix: a
+// conversation's lists grow in place, each slot written once (a change
+// other than an append makes a new array).
 func commonPrefix(a, b []pubEntry) int {
+	if len(a) > 0 && len(a) <= len(b) && &a[0] == &b[0] {
+		return len(a)
+	}
 	n := 0
 	for n < len(a) && n < len(b) && a[n].Entry == b[n].Entry {
 		n++

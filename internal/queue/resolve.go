@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/briefd/briefd"
 	"github.com/klauspost/compress/zstd"
@@ -53,13 +56,20 @@ type Delivery struct {
 
 // Resolver turns manifests into message lists, with bounded caches of
 // resolved lists and bodies. It is safe for concurrent use.
+//
+// It keeps, per conversation, the newest list it resolved with its
+// messages decoded (Config.ResolvedCacheBytes bounds them all), so a
+// snapshot that extends it (a delta on it or on one of the snapshots
+// before it, or a full manifest that repeats it) decodes only the
+// messages it adds: bodies are content-addressed, so an entry with the
+// same id and hash at the same place is the same message.
 type Resolver struct {
 	js     jetstream.JetStream
 	cfg    Config
 	subj   Subjects
 	dec    *zstd.Decoder
-	lists  *lru[uint64, cachedList] // by snapshot stream sequence
-	bodies *lru[string, []byte]     // canonical bytes by body subject
+	lists  *lru[string, *convList] // by snapshot subject; bounded by bytes
+	bodies *lru[string, []byte]    // canonical bytes by body subject
 
 	mu            sync.Mutex
 	snaps, bodySt jetstream.Stream
@@ -74,7 +84,7 @@ func NewResolver(js jetstream.JetStream, cfg Config) *Resolver {
 		zstd.WithDecoderMaxMemory(uint64(cfg.MaxBodyBytes)), zstd.WithDecoderMaxWindow(uint64(max(cfg.MaxBodyBytes, zstd.MinWindowSize))))
 	return &Resolver{
 		js: js, cfg: cfg, subj: cfg.subjects(), dec: dec,
-		lists:  newLRU[uint64, cachedList](cfg.ResolvedCache, nil),
+		lists:  newLRU[string, *convList](cfg.ResolvedCacheBytes, func(l *convList) int { return int(l.cost.Load()) }),
 		bodies: newLRU[string, []byte](cfg.BodyCacheBytes, func(b []byte) int { return len(b) }),
 	}
 }
@@ -110,6 +120,10 @@ func (r *Resolver) parseSnapSubject(subject string) (tenant, conv string, ok boo
 // Resolve decodes the manifest data stored at streamSeq on subject and
 // loads the messages it names. Protocol violations wrap ErrMalformed;
 // other errors (NATS unreachable) are transient.
+//
+// The snapshot's Messages and Entries share memory with the resolver's
+// cache and with the other snapshots of the conversation: read them,
+// never write to them (appending to them is safe).
 func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64, data []byte) (*Snapshot, error) {
 	tenant, conv, ok := r.parseSnapSubject(subject)
 	if !ok {
@@ -122,18 +136,14 @@ func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64
 	if man.Tenant != tenant || man.ConversationID != conv {
 		return nil, malformed("manifest names %s.%s but was published on %s", man.Tenant, man.ConversationID, subject)
 	}
-	list, err := r.list(ctx, subject, streamSeq, man)
-	if err != nil {
-		return nil, err
-	}
-	msgs, err := r.messages(ctx, tenant, conv, list)
+	entries, msgs, err := r.resolve(ctx, tenant, conv, subject, streamSeq, man)
 	if err != nil {
 		return nil, err
 	}
 	snap := &Snapshot{
 		Tenant: tenant, ConversationID: conv, Seq: man.Seq, StreamSeq: streamSeq,
 		Model: man.Model, ContextWindow: man.ContextWindow, CreatedAt: man.CreatedAt,
-		Messages: msgs, Entries: list,
+		Messages: msgs, Entries: entries,
 	}
 	if man.Control != nil {
 		snap.Control = *man.Control
@@ -141,81 +151,278 @@ func (r *Resolver) Resolve(ctx context.Context, subject string, streamSeq uint64
 	return snap, nil
 }
 
-// cachedList is a resolved list with what identifies its snapshot: a
-// cache hit must pass the checks a stream read does (same subject, same
-// snapshot number), or a manifest could borrow another tenant's list.
-type cachedList struct {
-	subject string
-	seq     uint64
+// convList is the newest resolved list of one conversation, with its
+// messages decoded. Its arrays only ever grow in place past their length
+// (a list that diverges gets new arrays), so every slice of them handed
+// out stays valid and unchanged: snapshots share them.
+type convList struct {
+	mu      sync.Mutex
 	entries []Entry
+	msgs    []briefd.Message
+	sums    []listSums // sums[i] adds up entries[:i+1]
+	snaps   []listSnap // snapshots whose lists are prefixes, oldest first
+	newest  uint64     // the highest snapshot seq resolved into it
+	cost    atomic.Int64
 }
 
-// cached returns the list cached for the snapshot at streamSeq if it is
-// snapshot seq of subject.
-func (r *Resolver) cached(streamSeq uint64, subject string, seq uint64) ([]Entry, bool) {
-	l, ok := r.lists.get(streamSeq)
-	if !ok || streamSeq == 0 || l.subject != subject || l.seq != seq {
-		return nil, false
-	}
-	return l.entries, true
+// listSums are running totals over a list: canonical body bytes (the
+// snapshot limit) and the memory the decoded messages hold.
+type listSums struct{ size, mem int }
+
+// listSnap is a snapshot whose list is the first n entries of a convList.
+type listSnap struct {
+	streamSeq, seq uint64
+	n              int
 }
 
-// list resolves the base chain of man into its entry list.
-func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, man *Manifest) ([]Entry, error) {
-	if l, ok := r.cached(streamSeq, subject, man.Seq); ok {
-		return l, nil
+// maxListSnaps bounds the snapshots a convList remembers: a delta names
+// the newest stored snapshot of its publisher, rarely more than a few
+// back.
+const maxListSnaps = 16
+
+// listView is a convList as read at one moment: the prefixes of its
+// arrays up to the lengths read never change.
+type listView struct {
+	entries []Entry
+	msgs    []briefd.Message
+	sums    []listSums
+	snaps   []listSnap
+}
+
+func (l *convList) view() listView {
+	if l == nil {
+		return listView{}
 	}
-	snaps, _, err := r.streams(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return listView{entries: l.entries, msgs: l.msgs, sums: l.sums, snaps: slices.Clone(l.snaps)}
+}
+
+// find returns the length of the list of snapshot seq stored at
+// streamSeq, if the view holds it.
+func (v listView) find(streamSeq, seq uint64) (int, bool) {
+	for _, s := range v.snaps {
+		if s.streamSeq == streamSeq && s.seq == seq && streamSeq != 0 {
+			return s.n, true
+		}
+	}
+	return 0, false
+}
+
+func (v listView) sumsAt(n int) listSums {
+	if n == 0 {
+		return listSums{}
+	}
+	return v.sums[n-1]
+}
+
+// Memory a cached list holds beside its strings.
+var (
+	entrySize   = int(unsafe.Sizeof(Entry{}))
+	messageSize = int(unsafe.Sizeof(briefd.Message{}))
+	sumsSize    = int(unsafe.Sizeof(listSums{}))
+)
+
+// messageMem estimates the memory of a decoded message beyond its struct:
+// its strings, tool calls, parts and metadata.
+func messageMem(m *briefd.Message, e Entry) int {
+	n := len(e.ID) + len(e.Hash) + len(m.ID) + len(m.Role) + len(m.Content.Text) + len(m.Name) + len(m.ToolCallID)
+	for _, p := range m.Content.Parts {
+		n += int(unsafe.Sizeof(p)) + len(p.Type) + len(p.Text)
+		if p.ImageURL != nil {
+			n += int(unsafe.Sizeof(*p.ImageURL)) + len(p.ImageURL.URL) + len(p.ImageURL.Detail)
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		n += int(unsafe.Sizeof(tc)) + len(tc.ID) + len(tc.Type) + len(tc.Function.Name) + len(tc.Function.Arguments)
+	}
+	if len(m.Metadata) > 0 {
+		n += 64 + 48*len(m.Metadata) // a small map's buckets
+		for k, v := range m.Metadata {
+			n += len(k) + len(v)
+		}
+	}
+	return n
+}
+
+// setCost records what l holds; the caller holds l.mu.
+func (l *convList) setCost() {
+	n := 128 + cap(l.entries)*entrySize + cap(l.msgs)*messageSize + cap(l.sums)*sumsSize +
+		len(l.snaps)*int(unsafe.Sizeof(listSnap{}))
+	if len(l.sums) > 0 {
+		n += l.sums[len(l.sums)-1].mem
+	}
+	l.cost.Store(int64(n))
+}
+
+// resolve returns the entries and messages of man, stored at streamSeq on
+// subject. It walks the base chain back to a snapshot whose list is
+// cached (or to a full manifest), applies the links in one buffer, and
+// decodes only the entries past the prefix the result shares with the
+// conversation's cached list.
+func (r *Resolver) resolve(ctx context.Context, tenant, conv, subject string, streamSeq uint64, man *Manifest) ([]Entry, []briefd.Message, error) {
+	cl, _ := r.lists.get(subject)
+	base := cl.view()
+	if n, ok := base.find(streamSeq, man.Seq); ok {
+		return base.entries[:n:n], base.msgs[:n:n], nil
+	}
+	// known is how many entries of base the list being built starts with;
+	// tail follows them.
+	known, tail, err := r.chain(ctx, subject, man, base)
+	if err != nil {
+		return nil, nil, err
+	}
+	for len(tail) > 0 && known < len(base.entries) && tail[0] == base.entries[known] {
+		known, tail = known+1, tail[1:]
+	}
+	if n := known + len(tail); n > r.cfg.MaxMessages {
+		return nil, nil, malformed("snapshot names %d messages, more than the limit of %d", n, r.cfg.MaxMessages)
+	}
+	have := base.sumsAt(known)
+	msgs, sizes, err := r.messages(ctx, tenant, conv, tail, have.size)
+	if err != nil {
+		return nil, nil, err
+	}
+	sums := make([]listSums, len(tail))
+	for i := range tail {
+		have.size += sizes[i]
+		have.mem += messageMem(&msgs[i], tail[i])
+		sums[i] = have
+	}
+	return r.commit(subject, cl, base, known, tail, msgs, sums, streamSeq, man.Seq)
+}
+
+// list resolves the entry list of man, stored at streamSeq on subject,
+// without its bodies: from base when its chain reaches a snapshot of
+// base, else from the streams.
+func (r *Resolver) list(ctx context.Context, subject string, streamSeq uint64, man *Manifest, base listView) ([]Entry, error) {
+	if n, ok := base.find(streamSeq, man.Seq); ok {
+		return base.entries[:n:n], nil
+	}
+	known, tail, err := r.chain(ctx, subject, man, base)
 	if err != nil {
 		return nil, err
 	}
-	type link struct {
-		seq uint64
-		m   *Manifest
-	}
-	chain := []link{{streamSeq, man}}
-	var base []Entry
+	return append(base.entries[:known:known], tail...), nil
+}
+
+// chain walks the base chain of man back to a snapshot of base (or to a
+// full manifest) and applies its links, oldest first: the list is the
+// first known entries of base followed by tail.
+func (r *Resolver) chain(ctx context.Context, subject string, man *Manifest, base listView) (known int, tail []Entry, err error) {
+	chain := []*Manifest{man}
 	for cur := man; cur.Base != 0; {
 		if len(chain) > r.cfg.MaxChain {
-			return nil, malformed("base chain of snapshot %d is longer than %d", man.Seq, r.cfg.MaxChain)
+			return 0, nil, malformed("base chain of snapshot %d is longer than %d", man.Seq, r.cfg.MaxChain)
 		}
-		if l, ok := r.cached(cur.BaseStreamSeq, subject, cur.Base); ok {
-			base = l
+		if n, ok := base.find(cur.BaseStreamSeq, cur.Base); ok {
+			known = n
 			break
+		}
+		snaps, _, err := r.streams(ctx)
+		if err != nil {
+			return 0, nil, err
 		}
 		raw, err := snaps.GetMsg(ctx, cur.BaseStreamSeq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil, malformed("snapshot %d: base %d (stream seq %d) is not in the stream (expired or never stored)", cur.Seq, cur.Base, cur.BaseStreamSeq)
+			return 0, nil, malformed("snapshot %d: base %d (stream seq %d) is not in the stream (expired or never stored)", cur.Seq, cur.Base, cur.BaseStreamSeq)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("queue: load base snapshot %d: %w", cur.BaseStreamSeq, err)
+			return 0, nil, fmt.Errorf("queue: load base snapshot %d: %w", cur.BaseStreamSeq, err)
 		}
 		if raw.Subject != subject {
-			return nil, malformed("snapshot %d: base stream seq %d belongs to %s, not %s", cur.Seq, cur.BaseStreamSeq, raw.Subject, subject)
+			return 0, nil, malformed("snapshot %d: base stream seq %d belongs to %s, not %s", cur.Seq, cur.BaseStreamSeq, raw.Subject, subject)
 		}
 		bm, err := DecodeManifest(raw.Data)
 		if err != nil {
-			return nil, fmt.Errorf("base snapshot at stream seq %d: %w", cur.BaseStreamSeq, err)
+			return 0, nil, fmt.Errorf("base snapshot at stream seq %d: %w", cur.BaseStreamSeq, err)
 		}
 		if bm.Seq != cur.Base {
-			return nil, malformed("snapshot %d: base stream seq %d holds snapshot %d, want %d", cur.Seq, cur.BaseStreamSeq, bm.Seq, cur.Base)
+			return 0, nil, malformed("snapshot %d: base stream seq %d holds snapshot %d, want %d", cur.Seq, cur.BaseStreamSeq, bm.Seq, cur.Base)
 		}
-		chain = append(chain, link{cur.BaseStreamSeq, bm})
+		chain = append(chain, bm)
 		cur = bm
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
-		m := chain[i].m
-		if m.Keep > len(base) {
-			return nil, malformed("snapshot %d keeps %d entries of a base of %d", m.Seq, m.Keep, len(base))
+		m := chain[i]
+		if m.Keep > known+len(tail) {
+			return 0, nil, malformed("snapshot %d keeps %d entries of a base of %d", m.Seq, m.Keep, known+len(tail))
 		}
-		l := make([]Entry, 0, m.Keep+len(m.Append))
-		l = append(append(l, base[:m.Keep]...), m.Append...)
-		if chain[i].seq != 0 {
-			r.lists.add(chain[i].seq, cachedList{subject: subject, seq: m.Seq, entries: l})
+		if m.Keep <= known {
+			known, tail = m.Keep, tail[:0]
+		} else {
+			tail = tail[:m.Keep-known]
 		}
-		base = l
+		tail = append(tail, m.Append...)
 	}
-	return base, nil
+	return known, slices.Clip(tail), nil
+}
+
+// commit makes the resolved list (known entries of base, then tail) the
+// conversation's cached list, when it is at least as new as the one
+// there, and returns it. A list that extends the cached one's whole
+// length grows its arrays in place; one that diverges gets new arrays
+// that share the prefix's messages (a copy of their headers).
+func (r *Resolver) commit(subject string, cl *convList, base listView, known int, tail []Entry, msgs []briefd.Message, sums []listSums, streamSeq, seq uint64) ([]Entry, []briefd.Message, error) {
+	n := known + len(tail)
+	if cl != nil {
+		cl.mu.Lock()
+		if len(cl.entries) == known && (known == 0 || len(base.entries) > 0 && &cl.entries[0] == &base.entries[0]) {
+			cl.entries = append(cl.entries, tail...)
+			cl.msgs = append(cl.msgs, msgs...)
+			cl.sums = append(cl.sums, sums...)
+			cl.remember(streamSeq, seq, n)
+			entries, out := cl.entries[:n:n], cl.msgs[:n:n]
+			cl.mu.Unlock()
+			r.lists.add(subject, cl)
+			return entries, out, nil
+		}
+		cl.mu.Unlock()
+	}
+	fresh := &convList{
+		entries: append(append(make([]Entry, 0, n+n/4+8), base.entries[:known]...), tail...),
+		msgs:    append(append(make([]briefd.Message, 0, n+n/4+8), base.msgs[:known]...), msgs...),
+		sums:    append(append(make([]listSums, 0, n+n/4+8), base.sums[:known]...), sums...),
+	}
+	for _, s := range base.snaps {
+		if s.n <= known {
+			fresh.snaps = append(fresh.snaps, s)
+		}
+	}
+	entries, out := fresh.entries[:n:n], fresh.msgs[:n:n]
+	if streamSeq == 0 {
+		return entries, out, nil // not in the stream: nothing will name it as a base
+	}
+	if cl != nil {
+		cl.mu.Lock()
+		if seq < cl.newest {
+			// An older snapshot (a redelivery, say): the conversation's
+			// next one extends the newer list, which stays.
+			cl.mu.Unlock()
+			return entries, out, nil
+		}
+		cl.entries, cl.msgs, cl.sums, cl.snaps = fresh.entries, fresh.msgs, fresh.sums, fresh.snaps
+		cl.remember(streamSeq, seq, n)
+		cl.mu.Unlock()
+		r.lists.add(subject, cl)
+		return entries, out, nil
+	}
+	fresh.remember(streamSeq, seq, n)
+	r.lists.add(subject, fresh)
+	return entries, out, nil
+}
+
+// remember records that snapshot seq at streamSeq is the first n entries;
+// the caller holds l.mu (or owns l).
+func (l *convList) remember(streamSeq, seq uint64, n int) {
+	if streamSeq != 0 {
+		if len(l.snaps) == maxListSnaps {
+			l.snaps = append(l.snaps[:0], l.snaps[1:]...)
+		}
+		l.snaps = append(l.snaps, listSnap{streamSeq: streamSeq, seq: seq, n: n})
+	}
+	l.newest = max(l.newest, seq)
+	l.setCost()
 }
 
 // rawBody is a body as fetched, before decoding: its payload, encoding and
@@ -232,20 +439,21 @@ type rawBody struct {
 // (encoders omit it for small bodies, klauspost/compress below 256 bytes).
 const unsizedLimit = 64 << 10
 
-// messages loads and checks the bodies of list. Limits hold while bodies
-// are loaded, not after: the count of messages before anything is
-// fetched, and the running total of their declared sizes (the payload's,
-// or a zstd frame's content size) as each is fetched, before any is
-// decompressed. A decompression then yields at most the declared size.
-// So a snapshot over its limits costs the worker its compressed bytes,
-// never their expansion.
-func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Entry) ([]briefd.Message, error) {
-	if len(list) > r.cfg.MaxMessages {
-		return nil, malformed("snapshot names %d messages, more than the limit of %d", len(list), r.cfg.MaxMessages)
+// messages loads and checks the bodies of list, and returns its messages
+// and their canonical sizes. Limits hold while bodies are loaded, not
+// after: the running total of their declared sizes (the payload's, or a
+// zstd frame's content size), from have (the bytes of the entries before
+// list), is checked as each is fetched, before any is decompressed. A
+// decompression then yields at most the declared size. So a snapshot over
+// its limits costs the worker its compressed bytes, never their
+// expansion.
+func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Entry, have int) ([]briefd.Message, []int, error) {
+	if len(list) == 0 {
+		return nil, nil, nil
 	}
 	_, bodySt, err := r.streams(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	uses := make(map[string]int, len(list)) // a list may name one body many times
 	for _, e := range list {
@@ -253,7 +461,7 @@ func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Ent
 	}
 	var (
 		mu    sync.Mutex
-		total int
+		total = have
 		raws  = make(map[string]*rawBody, len(uses))
 	)
 	g, gctx := errgroup.WithContext(ctx)
@@ -275,7 +483,7 @@ func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Ent
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g, gctx = errgroup.WithContext(ctx)
 	g.SetLimit(8)
@@ -301,26 +509,38 @@ func (r *Resolver) messages(ctx context.Context, tenant, conv string, list []Ent
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	msgs := make([]briefd.Message, len(list))
+	sizes := make([]int, len(list))
+	decode := func(i int) error {
+		e := list[i]
+		canon := raws[e.Hash].canon
+		sizes[i] = len(canon)
+		if err := json.Unmarshal(canon, &msgs[i]); err != nil {
+			return malformed("body of message %q is not a message: %v", e.ID, err)
+		}
+		if msgs[i].ID != e.ID {
+			return malformed("body %s holds message %q, the manifest says %q", e.Hash, msgs[i].ID, e.ID)
+		}
+		return nil
+	}
+	if len(list) == 1 {
+		// A turn's usual delta: no goroutine to start.
+		if err := decode(0); err != nil {
+			return nil, nil, err
+		}
+		return msgs, sizes, nil
+	}
 	g, _ = errgroup.WithContext(ctx)
 	g.SetLimit(8)
-	for i, e := range list {
-		g.Go(func() error {
-			if err := json.Unmarshal(raws[e.Hash].canon, &msgs[i]); err != nil {
-				return malformed("body of message %q is not a message: %v", e.ID, err)
-			}
-			if msgs[i].ID != e.ID {
-				return malformed("body %s holds message %q, the manifest says %q", e.Hash, msgs[i].ID, e.ID)
-			}
-			return nil
-		})
+	for i := range list {
+		g.Go(func() error { return decode(i) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return msgs, nil
+	return msgs, sizes, nil
 }
 
 // fetch returns one body as stored (chunks reassembled), with its declared

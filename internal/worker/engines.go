@@ -17,6 +17,7 @@ type engineSet struct {
 	summarizer compact.Summarizer
 	log        *slog.Logger
 	max        int
+	memo       *compact.Memo // shared by the engines
 
 	mu       sync.Mutex
 	engines  map[engineKey]*compact.Engine
@@ -28,8 +29,13 @@ type engineKey struct {
 	window   int
 }
 
-func newEngineSet(base compact.Config, s compact.Summarizer, log *slog.Logger, max int) *engineSet {
-	return &engineSet{base: base, summarizer: s, log: log, max: max,
+// memoBytesPerMessage converts the resolver's cache budget to the
+// engines' memo of messages: the shared histories average 950 bytes of
+// JSON per message.
+const memoBytesPerMessage = 1 << 10
+
+func newEngineSet(base compact.Config, s compact.Summarizer, log *slog.Logger, max int, memo *compact.Memo) *engineSet {
+	return &engineSet{base: base, summarizer: s, log: log, max: max, memo: memo,
 		engines: map[engineKey]*compact.Engine{}, counters: map[string]*compact.TokenCounter{}}
 }
 
@@ -73,7 +79,7 @@ func (s *engineSet) get(model string, window int) (*compact.Engine, error) {
 		}
 		s.counters[enc] = counter
 	}
-	opts := []compact.Option{compact.WithTokenCounter(counter), compact.WithLogger(s.log)}
+	opts := []compact.Option{compact.WithTokenCounter(counter), compact.WithLogger(s.log), compact.WithMemo(s.memo)}
 	if s.summarizer != nil {
 		opts = append(opts, compact.WithSummarizer(s.summarizer))
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cenkalti/backoff/v4"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -124,7 +126,11 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 		store: store,
 		log:   cfg.Logger.With("component", "worker"),
 	}
-	w.engines = newEngineSet(cfg.Engine, cfg.Summarizer, w.log, cfg.MaxEngines)
+	// The engines share one memo of the conversations they compact, sized
+	// like the resolver's cache of their histories (about 1 KiB of JSON
+	// per message on the shared histories).
+	memo := compact.NewMemo(max(1, cfg.Queue.ResolvedCacheBytes/memoBytesPerMessage))
+	w.engines = newEngineSet(cfg.Engine, cfg.Summarizer, w.log, cfg.MaxEngines, memo)
 	if _, err := w.engines.get("", 0); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
@@ -144,10 +150,7 @@ func (w *Worker) Metrics() *Metrics { return w.metrics }
 // then starts consuming in the background. It returns once consuming has
 // begun.
 func (w *Worker) Start(ctx context.Context) error {
-	if err := queue.EnsureStreams(ctx, w.js, w.cfg.Queue); err != nil {
-		return fmt.Errorf("worker: %w", err)
-	}
-	if err := audit.EnsureStream(ctx, w.js, w.cfg.Audit); err != nil {
+	if err := w.ensureStreams(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	c, err := queue.NewConsumer(w.js, w.cfg.Queue, w.handle, w.hooks())
@@ -171,6 +174,55 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.log.Info("worker started", "consumer", w.cfg.Queue.Consumer, "concurrency", w.cfg.Queue.Concurrency,
 		"context_window", w.cfg.Engine.ContextWindow, "llm", w.cfg.Summarizer != nil)
 	return nil
+}
+
+// EnsureTimeout bounds how long Start retries creating the streams, the
+// consumer and the buckets.
+const EnsureTimeout = 2 * time.Minute
+
+// ensureStreams creates (or updates) the streams, buckets and the
+// consumer, retrying a request that timed out or found JetStream
+// unavailable: workers started together on a cluster race to create the
+// same R3 assets, and a cluster just formed may not answer in time (two
+// workers at once on a fresh 3-node cluster time out, on nats-server 2.9
+// and 2.15). The calls are idempotent, so a retry is safe.
+func (w *Worker) ensureStreams(ctx context.Context) error {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 250*time.Millisecond, 5*time.Second, EnsureTimeout
+	for attempt := 1; ; attempt++ {
+		err := queue.EnsureStreams(ctx, w.js, w.cfg.Queue)
+		if err == nil {
+			err = audit.EnsureStream(ctx, w.js, w.cfg.Audit)
+		}
+		if err == nil || !transientJS(err) || ctx.Err() != nil {
+			return err
+		}
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop {
+			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
+		}
+		w.log.Warn("creating the streams failed; retrying", "attempt", attempt, "in", wait.Round(time.Millisecond), "error", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+// transientJS reports whether a JetStream API error may pass by itself: a
+// request that timed out, found no responder, or a cluster without a
+// leader for the moment.
+func transientJS(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.Code == 503 || apiErr.Code == 408
+	}
+	return false
 }
 
 // Stop stops fetching, lets compactions in flight finish until ctx is done,

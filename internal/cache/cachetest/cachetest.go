@@ -87,6 +87,53 @@ func RunExpiry(t *testing.T, newStore func(t *testing.T, ttl time.Duration) Stor
 	}
 }
 
+// RunRetention checks that a store keeps the newest boundaries of a
+// conversation and deletes older ones: newStore must return a store that
+// keeps 3 boundaries per conversation. Boundaries are ordered as the
+// latest briefing is: by their snapshot's time, else by position. The
+// latest briefing's boundary is always kept.
+func RunRetention(t *testing.T, newStore func(t *testing.T, maxBoundaries int) Store) {
+	s := newStore(t, 3)
+	ctx := t.Context()
+	at := func(i int) time.Time { return time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC) }
+	for i := range 10 {
+		b := briefing("acme", "kept", fmt.Sprintf("m%d", i), int64(10+i))
+		b.SnapshotSeq, b.SnapshotTime = uint64(i+1), at(i)
+		mustPut(t, s, b, true)
+	}
+	// A late briefing of an old snapshot is stored, and trimmed at once.
+	late := briefing("acme", "kept", "late", 5)
+	late.SnapshotSeq, late.SnapshotTime = 1, time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	mustPut(t, s, late, false)
+	for i := range 10 {
+		_, err := s.Get(ctx, "acme", "kept", fmt.Sprintf("m%d", i))
+		if kept := i >= 7; kept != (err == nil) {
+			t.Errorf("boundary m%d: err = %v, want kept = %v", i, err, kept)
+		}
+	}
+	_, err := s.Get(ctx, "acme", "kept", "late")
+	wantNotFound(t, err, "the late boundary")
+	if b := mustLatest(t, s, "acme", "kept"); b.BoundaryID != "m9" {
+		t.Fatalf("latest is %s, want m9", b.BoundaryID)
+	}
+	// A boundary stored again by a newer snapshot moves up.
+	again := briefing("acme", "kept", "m7", 17)
+	again.SnapshotSeq, again.SnapshotTime = 11, at(11)
+	mustPut(t, s, again, true)
+	next := briefing("acme", "kept", "m10", 20)
+	next.SnapshotSeq, next.SnapshotTime = 12, at(12)
+	mustPut(t, s, next, true)
+	for id, kept := range map[string]bool{"m7": true, "m8": false, "m9": true, "m10": true} {
+		if _, err := s.Get(ctx, "acme", "kept", id); kept != (err == nil) {
+			t.Errorf("after a re-put: boundary %s: err = %v, want kept = %v", id, err, kept)
+		}
+	}
+	// Other conversations are not trimmed by this one's boundaries.
+	other := briefing("acme", "other", "x", 1)
+	mustPut(t, s, other, true)
+	mustGet(t, s, "acme", "other", "x")
+}
+
 // briefing returns a realistic briefing; fixed values keep JSON round trips
 // exact.
 func briefing(tenant, conv, boundary string, pos int64) *briefd.Briefing {
