@@ -34,6 +34,14 @@ type Pending struct {
 	st       *convState // its conversation, to re-send the manifest in order
 
 	done chan struct{} // closed once settled
+	// bodiesDone is closed once the bodies this snapshot sent are stored
+	// or failed for good; a later snapshot naming them waits for it.
+	bodiesDone chan struct{}
+	// prev is the conversation's snapshot published before this one;
+	// manSent is closed once this one's manifest was sent, or will not be:
+	// the next snapshot's manifest waits for it.
+	prev    *Pending
+	manSent chan struct{}
 	// Written by the owner only; read by others only after done.
 	res        PublishResult // sent plus the manifest's ack
 	err        error
@@ -56,8 +64,11 @@ type sentBody struct {
 }
 
 func settledPending(res PublishResult) *Pending {
-	p := &Pending{sent: res, res: res, done: make(chan struct{}), manifestOK: true, settled: true}
+	p := &Pending{sent: res, res: res, done: make(chan struct{}), bodiesDone: make(chan struct{}), manSent: make(chan struct{}),
+		manifestOK: true, settled: true}
 	close(p.done)
+	close(p.bodiesDone)
+	close(p.manSent)
 	return p
 }
 
@@ -113,24 +124,77 @@ func (p *Pending) isDone() bool {
 	}
 }
 
-// own is the goroutine that owns the snapshot's acks.
+// own is the goroutine that owns the snapshot's acks. The bodies go
+// first, and the manifest only once every body it names is stored (its
+// own, re-sent while they fail, and those earlier snapshots sent): a
+// manifest in the stream then always names stored bodies, so no worker
+// finds one missing. Bodies and manifests live in two streams, which in a
+// cluster have two leaders: sent together, a manifest could be stored
+// while its body's publish failed, and its snapshot was dead-lettered
+// before the body's re-send arrived.
 func (p *Pending) own(pub *Publisher, key string) {
-	if p.sent.Full {
-		p.st.mu.Lock()
-		if p.st.deferred == p {
-			p.st.deferred = nil
+	err := p.storeBodies(pub, key)
+	close(p.bodiesDone)
+	for _, d := range p.deps {
+		<-d.bodiesDone
+		if err == nil {
+			err = d.failedBodyOf(p.list)
 		}
-		p.sendFull(pub, key)
-		p.st.mu.Unlock()
 	}
+	// Manifests go out in the order the snapshots were published.
+	if p.prev != nil {
+		<-p.prev.manSent
+		p.prev = nil
+	}
+	if err != nil {
+		close(p.manSent)
+	} else {
+		p.sendManifest(pub, key)
+		close(p.manSent)
+		pub.await(p)
+		retry := pub.retryBackOff()
+		for attempt := 1; p.man != nil && !p.manifestOK && !p.superseded; attempt++ {
+			wait := retry.NextBackOff()
+			if wait == backoff.Stop {
+				break
+			}
+			pub.cfg.Logger.Debug("queue: manifest not stored; re-sending", "conversation", key, "seq", p.res.Seq, "attempt", attempt, "in", wait, "err", p.err)
+			time.Sleep(wait)
+			p.sendManifest(pub, key)
+			pub.await(p)
+		}
+		switch {
+		case p.manifestOK:
+		case p.superseded && p.err == nil:
+			err = fmt.Errorf("queue: snapshot %s seq %d not sent: %w", key, p.res.Seq, ErrSuperseded)
+		case p.superseded:
+			err = fmt.Errorf("queue: snapshot %s seq %d not stored (%w), and not re-sent: %w", key, p.res.Seq, p.err, ErrSuperseded)
+		default:
+			err = p.err
+		}
+	}
+	if err != nil {
+		// The caller hears of it (Wait, OnDone); the client logs it once.
+		pub.cfg.Logger.Debug("queue: snapshot not stored", "conversation", key, "seq", p.res.Seq, "err", err)
+	}
+	// Drop the references to earlier snapshots, so that a conversation
+	// publishing faster than its acks does not chain them all in memory.
+	p.deps, p.list, p.st = nil, nil, nil
+	p.settle(err)
+}
+
+// storeBodies waits for the acks of the bodies the snapshot sent and
+// re-sends those that fail (Config.PublishRetries), and returns the first
+// error of a body still not stored.
+func (p *Pending) storeBodies(pub *Publisher, key string) error {
 	pub.await(p)
 	retry := pub.retryBackOff()
-	for attempt := 1; p.failed() && !p.supersededOnly(); attempt++ {
+	for attempt := 1; p.bodyErr() != nil; attempt++ {
 		wait := retry.NextBackOff()
 		if wait == backoff.Stop {
 			break
 		}
-		err := p.firstErr()
+		err := p.bodyErr()
 		pub.cfg.Logger.Debug("queue: publish failed; re-sending", "conversation", key, "seq", p.res.Seq, "attempt", attempt, "in", wait, "err", err)
 		time.Sleep(wait)
 		var api *jetstream.APIError
@@ -151,46 +215,15 @@ func (p *Pending) own(pub *Publisher, key string) {
 				}
 			}
 		}
-		if p.man != nil && !p.manifestOK && !p.superseded {
-			p.resendManifest(pub, key)
-		}
 		pub.await(p)
 	}
-
-	var err error
-	for _, b := range p.bodies {
-		if b.err != nil {
-			err = b.err
-			break
-		}
-	}
-	if err == nil && !p.manifestOK {
-		err = p.err
-		if p.superseded {
-			err = fmt.Errorf("queue: snapshot %s seq %d not stored (%w), and not re-sent: %w", key, p.res.Seq, p.err, ErrSuperseded)
-		}
-	}
-	// A body named by this snapshot but sent by an earlier one counts too.
-	for _, d := range p.deps {
-		<-d.done
-		if err == nil {
-			err = d.failedBodyOf(p.list)
-		}
-	}
-	if err != nil {
-		// The caller hears of it (Wait, OnDone); the client logs it once.
-		pub.cfg.Logger.Debug("queue: snapshot not stored", "conversation", key, "seq", p.res.Seq, "err", err)
-	}
-	// Drop the references to earlier snapshots, so that a conversation
-	// publishing faster than its acks does not chain them all in memory.
-	p.deps, p.list, p.st = nil, nil, nil
-	p.settle(err)
+	return p.bodyErr()
 }
 
-// sendFull writes the list into a full manifest's data and sends it, once
-// (the owner and the conversation's next snapshot both may call it); the
-// caller holds p.st.mu. A failed send is the manifest's failed publish.
-func (p *Pending) sendFull(pub *Publisher, key string) {
+// writeFull writes the list into a full manifest's data, once (the owner
+// and the conversation's next snapshot both may call it); the caller holds
+// p.st.mu.
+func (p *Pending) writeFull() {
 	if !p.unsent {
 		return
 	}
@@ -204,31 +237,31 @@ func (p *Pending) sendFull(pub *Publisher, key string) {
 	out = append(out, p.fullList...)
 	out = append(out, ']')
 	p.man.Data, p.fullList = append(out, data[i+len(null):]...), nil
-	f, err := pub.js.PublishMsgAsync(p.man)
-	if err != nil {
-		p.err = fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, p.res.Seq, err)
-		return
-	}
-	p.manF = f
 }
 
-// resendManifest publishes the manifest again, unless a newer snapshot of
-// the conversation was published since: stored after it, the older one
-// would pass for the conversation's newest. Holding the conversation's
-// lock keeps the re-send ahead of any newer snapshot on the connection.
-func (p *Pending) resendManifest(pub *Publisher, key string) {
+// sendManifest publishes the manifest, unless a newer snapshot's manifest
+// of the conversation was sent already: stored after it, the older one
+// would pass for the conversation's newest (the newer one names every
+// message this one does). Holding the conversation's lock keeps the
+// manifests of one conversation in order on the connection.
+func (p *Pending) sendManifest(pub *Publisher, key string) {
 	p.st.mu.Lock()
 	defer p.st.mu.Unlock()
-	if cur, ok := pub.convs.get(key); !ok || cur != p.st || p.st.seq != p.res.Seq {
+	if p.st.deferred == p {
+		p.st.deferred = nil
+	}
+	if cur, ok := pub.convs.get(key); !ok || cur != p.st || p.st.manifestSeq > p.res.Seq {
 		p.superseded = true
 		return
 	}
+	p.writeFull()
 	f, err := pub.js.PublishMsgAsync(p.man)
 	if err != nil {
 		p.err = fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, p.res.Seq, err)
 		return
 	}
 	p.manF = f
+	p.st.manifestSeq = p.res.Seq
 }
 
 // await collects the acks of the attempt in flight, for at most
@@ -277,34 +310,15 @@ func (pub *Publisher) await(p *Pending) {
 	}
 }
 
-// failed reports whether a body or the manifest of the last attempt failed.
-func (p *Pending) failed() bool {
-	for _, b := range p.bodies {
-		if b.err != nil {
-			return true
-		}
-	}
-	return p.man != nil && !p.manifestOK
-}
-
-// supersededOnly reports whether only the manifest failed and it is not
-// to be re-sent.
-func (p *Pending) supersededOnly() bool {
-	for _, b := range p.bodies {
-		if b.err != nil {
-			return false
-		}
-	}
-	return p.superseded
-}
-
-func (p *Pending) firstErr() error {
+// bodyErr returns the error of a body the last attempt failed to store,
+// or nil.
+func (p *Pending) bodyErr() error {
 	for _, b := range p.bodies {
 		if b.err != nil {
 			return b.err
 		}
 	}
-	return p.err
+	return nil
 }
 
 // failedBodyOf returns an error naming a body that p failed to store and

@@ -228,7 +228,11 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 
 	// Encode every body and check that it can be sent before sending any.
 	limit := p.payloadLimit()
-	pend := &Pending{sent: PublishResult{Seq: st.seq + 1, Resent: resent}, list: next, st: st, done: make(chan struct{})}
+	pend := &Pending{sent: PublishResult{Seq: st.seq + 1, Resent: resent}, list: next, st: st,
+		done: make(chan struct{}), bodiesDone: make(chan struct{}), manSent: make(chan struct{})}
+	if st.last != nil {
+		pend.prev = st.last.pend
+	}
 	for _, nb := range bodies {
 		var b *sentBody
 		if nb.sent == nil {
@@ -288,17 +292,15 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	pend.man.Header.Set(HeaderContentType, ContentTypeJSON)
 	pend.man.Header.Set(HeaderMsgID, key+"."+strconv.FormatUint(man.Seq, 10))
 	if full {
-		// A full manifest lists every message (~45 bytes each): its
-		// owner goroutine writes and sends it, or the conversation's next
-		// snapshot first thing, whichever comes first; either holds st.mu,
-		// so it goes out before anything newer of the conversation and
-		// reads the list JSON before it changes.
+		// A full manifest lists every message (~45 bytes each): its list
+		// is written into it by its owner when it sends it, or by the
+		// conversation's next snapshot first thing, whichever comes
+		// first; either holds st.mu, so it reads the list JSON before it
+		// changes.
 		pend.fullList, pend.unsent = st.listJSON, true
 		st.deferred = pend
-	} else if pend.manF, err = p.js.PublishMsgAsync(pend.man); err != nil {
-		st.reset()
-		return nil, fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, man.Seq, err)
 	}
+	// The owner sends the manifest once the bodies it names are stored.
 	pend.res = pend.sent
 
 	for _, b := range pend.bodies {
@@ -354,9 +356,12 @@ func (p *Publisher) newSentBody(tenant, conv, hash string, body []byte) *sentBod
 // convState is what a Publisher remembers of one conversation.
 type convState struct {
 	mu        sync.Mutex
-	seq       uint64    // last snapshot number used
-	published uint64    // the newest snapshot handed to the connection (kept by reset)
-	since     time.Time // when bodies were last all re-sent
+	seq       uint64 // last snapshot number used
+	published uint64 // the newest snapshot handed to the connection (kept by reset)
+	// manifestSeq is the newest snapshot whose manifest was sent: an older
+	// one is not sent after it.
+	manifestSeq uint64
+	since       time.Time // when bodies were last all re-sent
 	// bodies holds the hashes of the bodies sent: nil once stored, else
 	// the snapshot whose publish carries it. A body whose publish failed
 	// is not here; it is in resend until a snapshot sends it again.
@@ -382,7 +387,8 @@ type convState struct {
 	// unchanged); edited is set once an edit in place was reported.
 	audit  int
 	edited bool
-	// deferred is a full manifest not sent yet (see sendDeferred).
+	// deferred is a full manifest whose list is not written yet (see
+	// sendDeferred).
 	deferred *Pending
 }
 
@@ -432,14 +438,13 @@ func (st *convState) unchanged(p *Publisher, key string, msgs []briefd.Message) 
 	return same
 }
 
-// sendDeferred sends the conversation's full manifest that is not sent
-// yet, if any; the caller holds st.mu. A send that fails is the
-// manifest's failed publish: its owner re-sends it if nothing newer was
-// published.
+// sendDeferred writes the list into the conversation's full manifest that
+// does not have it yet, if any, before the list JSON changes; the caller
+// holds st.mu. Its owner sends it.
 func (st *convState) sendDeferred(p *Publisher, key string) {
 	if d := st.deferred; d != nil {
 		st.deferred = nil
-		d.sendFull(p, key)
+		d.writeFull()
 	}
 }
 

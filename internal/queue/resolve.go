@@ -323,7 +323,7 @@ func (r *Resolver) chain(ctx context.Context, subject string, man *Manifest, bas
 		if err != nil {
 			return 0, nil, err
 		}
-		raw, err := snaps.GetMsg(ctx, cur.BaseStreamSeq)
+		raw, err := getMsg(ctx, r.js, snaps, getRequest{Seq: cur.BaseStreamSeq})
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return 0, nil, malformed("snapshot %d: base %d (stream seq %d) is not in the stream (expired or never stored)", cur.Seq, cur.Base, cur.BaseStreamSeq)
 		}
@@ -551,7 +551,7 @@ func (r *Resolver) fetch(ctx context.Context, st jetstream.Stream, tenant, conv,
 	if b, ok := r.bodies.get(subject); ok {
 		return &rawBody{canon: b, size: len(b)}, nil
 	}
-	raw, err := st.GetLastMsgForSubject(ctx, subject)
+	raw, err := getMsg(ctx, r.js, st, getRequest{LastBySubject: subject})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, &missingBodyError{malformedError{reason: "body " + subject + " is not in the stream"}}
 	}
@@ -567,7 +567,7 @@ func (r *Resolver) fetch(ctx context.Context, st jetstream.Stream, tenant, conv,
 		}
 		buf := bytes.NewBuffer(make([]byte, 0, size))
 		for i := range chunks {
-			c, err := st.GetLastMsgForSubject(ctx, subject+"."+strconv.Itoa(i))
+			c, err := getMsg(ctx, r.js, st, getRequest{LastBySubject: subject + "." + strconv.Itoa(i)})
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				return nil, &missingBodyError{malformedError{reason: fmt.Sprintf("chunk %d of body %s is not in the stream", i, subject)}}
 			}
@@ -658,7 +658,8 @@ func (r *Resolver) Load(ctx context.Context, tenant, conv string, seq uint64) (*
 	subject := r.subj.Snapshot(tenant, conv)
 	var raw *jetstream.RawStreamMsg
 	if seq == 0 {
-		raw, err = snaps.GetLastMsgForSubject(ctx, subject)
+		// The leader's last, not a replica's, which may lag.
+		raw, err = lastMsg(ctx, r.js, snaps, subject)
 	} else {
 		for next := uint64(1); ; next = raw.Sequence + 1 {
 			raw, err = snaps.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))
