@@ -98,6 +98,7 @@ type options struct {
 	prefix        string
 	buffer        int
 	ackTimeout    time.Duration
+	retryFor      time.Duration
 	logger        *slog.Logger
 	onError       func(error)
 	model         string
@@ -139,6 +140,13 @@ func WithBuffer(n int) Option { return func(o *options) { o.buffer = n } }
 // snapshot; a body or manifest not acked in time is re-sent (up to 3
 // times), then reported as an error. Default 30s.
 func WithAckTimeout(d time.Duration) Option { return func(o *options) { o.ackTimeout = d } }
+
+// WithRetryFor sets how long the newest snapshot of a conversation keeps
+// being re-sent while its publish fails (a NATS restart, a leader
+// election): nothing newer would carry its messages. Older snapshots are
+// re-sent three times; the newer one sends what they could not. Default
+// 2 minutes; negative: no more than three re-sends either.
+func WithRetryFor(d time.Duration) Option { return func(o *options) { o.retryFor = d } }
 
 // WithLogger sets the logger of the client and its publisher. Default
 // slog.Default().
@@ -288,7 +296,7 @@ func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 		tenant:   o.tenant,
 		prefix:   o.prefix,
 		js:       js,
-		pub:      queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout}),
+		pub:      queue.NewPublisher(js, queue.Config{Prefix: o.prefix, Logger: o.logger, AckTimeout: o.ackTimeout, PublishRetryFor: o.retryFor}),
 		log:      o.logger,
 		onError:  o.onError,
 		watch:    o.watch,

@@ -265,7 +265,8 @@ func TestAsyncErrors(t *testing.T) {
 	b := setup(t)
 	var mu sync.Mutex
 	var got []error
-	c := newClient(t, b.nc, client.WithErrorHandler(func(err error) {
+	// The stream is gone for good: three re-sends, not two minutes of them.
+	c := newClient(t, b.nc, client.WithRetryFor(-1), client.WithErrorHandler(func(err error) {
 		mu.Lock()
 		got = append(got, err)
 		mu.Unlock()

@@ -72,6 +72,14 @@ type Config struct {
 	// missing after that are re-sent with the conversation's next
 	// snapshot. Default 3; negative: no re-sends.
 	PublishRetries int
+	// PublishRetryFor is how long the conversation's newest snapshot
+	// keeps being re-sent once its PublishRetries are spent: nothing newer
+	// would carry its messages, so an outage of the servers (a restart, a
+	// leader election) must not cost the agent its last state. It also
+	// sends the bodies that earlier snapshots failed to store. Default 2
+	// minutes (JetStream's duplicate window, within which a re-sent copy
+	// that was stored after all is dropped); negative: off.
+	PublishRetryFor time.Duration
 	// PublishRetryWait is the wait before the first re-send; later waits
 	// grow exponentially (with jitter) up to 8 times it. Default 250ms.
 	PublishRetryWait time.Duration
@@ -162,6 +170,7 @@ const (
 	DefaultAckTimeout     = 30 * time.Second
 	DefaultPublishRetries = 3
 	DefaultRetryWait      = 250 * time.Millisecond
+	DefaultRetryFor       = 2 * time.Minute
 	DefaultLimitsRefresh  = time.Minute
 	DefaultConsumer       = "briefd-workers"
 	DefaultAckWait        = 30 * time.Second
@@ -192,6 +201,7 @@ func (c Config) WithDefaults() Config {
 	c.AckTimeout = cmp.Or(c.AckTimeout, DefaultAckTimeout)
 	c.PublishRetries = cmp.Or(c.PublishRetries, DefaultPublishRetries)
 	c.PublishRetryWait = cmp.Or(c.PublishRetryWait, DefaultRetryWait)
+	c.PublishRetryFor = cmp.Or(c.PublishRetryFor, DefaultRetryFor)
 	c.LimitsRefresh = cmp.Or(c.LimitsRefresh, DefaultLimitsRefresh)
 	c.Consumer = cmp.Or(c.Consumer, DefaultConsumer)
 	c.AckWait = cmp.Or(c.AckWait, DefaultAckWait)

@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,49 @@ func TestManifestWaitsForItsBodies(t *testing.T) {
 	}
 	if prev != seqs[len(seqs)-1] {
 		t.Fatalf("newest manifest in the stream is %d, want %d", prev, seqs[len(seqs)-1])
+	}
+}
+
+// The conversation's newest snapshot outlasts an outage longer than the
+// quick re-sends (a leader election, a restart): it keeps being re-sent,
+// with the bodies an earlier snapshot gave up on, until it is stored. The
+// nemesis run on a 3-node cluster lost the last state of conversations
+// whose last snapshot's bodies failed three times within two seconds.
+func TestNewestOutlastsAnOutage(t *testing.T) {
+	b := setup(t)
+	fj := &faultJS{JetStream: b.js}
+	cfg := b.cfg
+	cfg.PublishRetryWait = 10 * time.Millisecond // three quick re-sends: ~70 ms
+	pub := queue.NewPublisher(fj, cfg)
+	msgs := genHistory(6, 200)
+	ends := turnEnds(msgs)
+	if _, err := pub.Publish(t.Context(), "acme", "c1", msgs[:ends[0]]); err != nil {
+		t.Fatal(err)
+	}
+	outage := time.Now().Add(time.Second)
+	fj.setIntercept(func(m *nats.Msg) (jetstream.PubAckFuture, error, bool) {
+		if time.Now().After(outage) || !strings.HasPrefix(m.Subject, "briefd.body.") {
+			return nil, nil, false
+		}
+		f := newHeldFuture(m)
+		f.err <- nats.ErrNoResponders // the stream has no leader
+		return f, nil, true
+	})
+	older, err := pub.PublishAsync(t.Context(), "acme", "c1", msgs[:ends[1]])
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, err := pub.PublishAsync(t.Context(), "acme", "c1", msgs[:ends[2]])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := waitAll(t, []*queue.Pending{newest})[0]
+	if time.Now().Before(outage) {
+		t.Fatal("stored during the outage")
+	}
+	assertResolves(t, b, []uint64{r.Seq}, [][]briefd.Message{msgs[:ends[2]]})
+	// The older one gave up, as superseded: the newest carries it.
+	if _, err := older.Wait(t.Context()); !errors.Is(err, queue.ErrSuperseded) {
+		t.Fatalf("older snapshot: %v, want ErrSuperseded", err)
 	}
 }

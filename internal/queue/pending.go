@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -135,11 +136,16 @@ func (p *Pending) isDone() bool {
 func (p *Pending) own(pub *Publisher, key string) {
 	err := p.storeBodies(pub, key)
 	close(p.bodiesDone)
+	// Bodies this snapshot names that an earlier one failed to store are
+	// this one's to send now.
+	var adopted []*sentBody
 	for _, d := range p.deps {
 		<-d.bodiesDone
-		if err == nil {
-			err = d.failedBodyOf(p.list)
-		}
+		adopted = append(adopted, d.failedBodiesOf(p.list, p.bodies, adopted)...)
+	}
+	if err == nil && len(adopted) > 0 {
+		p.bodies = append(p.bodies, adopted...)
+		err = p.storeBodies(pub, key)
 	}
 	// Manifests go out in the order the snapshots were published.
 	if p.prev != nil {
@@ -152,10 +158,10 @@ func (p *Pending) own(pub *Publisher, key string) {
 		p.sendManifest(pub, key)
 		close(p.manSent)
 		pub.await(p)
-		retry := pub.retryBackOff()
+		retry := pub.newRetrier()
 		for attempt := 1; p.man != nil && !p.manifestOK && !p.superseded; attempt++ {
-			wait := retry.NextBackOff()
-			if wait == backoff.Stop {
+			wait, ok := retry.next(p.isNewest(pub, key))
+			if !ok {
 				break
 			}
 			pub.cfg.Logger.Debug("queue: manifest not stored; re-sending", "conversation", key, "seq", p.res.Seq, "attempt", attempt, "in", wait, "err", p.err)
@@ -173,6 +179,11 @@ func (p *Pending) own(pub *Publisher, key string) {
 			err = p.err
 		}
 	}
+	if err != nil && !errors.Is(err, ErrSuperseded) && !p.isNewest(pub, key) {
+		// A newer snapshot was published while this one was in flight: it
+		// sends the bodies this one could not, and names every message.
+		err = fmt.Errorf("%w (a newer snapshot carries its messages: %w)", err, ErrSuperseded)
+	}
 	if err != nil {
 		// The caller hears of it (Wait, OnDone); the client logs it once.
 		pub.cfg.Logger.Debug("queue: snapshot not stored", "conversation", key, "seq", p.res.Seq, "err", err)
@@ -188,10 +199,10 @@ func (p *Pending) own(pub *Publisher, key string) {
 // error of a body still not stored.
 func (p *Pending) storeBodies(pub *Publisher, key string) error {
 	pub.await(p)
-	retry := pub.retryBackOff()
+	retry := pub.newRetrier()
 	for attempt := 1; p.bodyErr() != nil; attempt++ {
-		wait := retry.NextBackOff()
-		if wait == backoff.Stop {
+		wait, ok := retry.next(p.isNewest(pub, key))
+		if !ok {
 			break
 		}
 		err := p.bodyErr()
@@ -321,27 +332,43 @@ func (p *Pending) bodyErr() error {
 	return nil
 }
 
-// failedBodyOf returns an error naming a body that p failed to store and
-// list names, or nil. p must be settled.
-func (p *Pending) failedBodyOf(list []pubEntry) error {
-	var failed map[string]error
+// failedBodiesOf returns copies of the bodies p failed to store that
+// list names and neither have nor more hold already, to be sent again.
+// p's bodies must be done.
+func (p *Pending) failedBodiesOf(list []pubEntry, have, more []*sentBody) []*sentBody {
+	var failed map[string]*sentBody
 	for _, b := range p.bodies {
 		if b.err != nil {
 			if failed == nil {
-				failed = map[string]error{}
+				failed = map[string]*sentBody{}
 			}
-			failed[b.hash] = b.err
+			failed[b.hash] = b
 		}
 	}
 	if failed == nil {
 		return nil
 	}
+	held := map[string]bool{}
+	for _, b := range append(slices.Clip(have), more...) {
+		held[b.hash] = true
+	}
+	var out []*sentBody
 	for _, e := range list {
-		if err, ok := failed[e.Hash]; ok {
-			return fmt.Errorf("body of message %q (sent with snapshot %d) not stored: %w", e.ID, p.res.Seq, err)
+		if b, ok := failed[e.Hash]; ok && !held[e.Hash] {
+			held[e.Hash] = true
+			out = append(out, &sentBody{hash: b.hash, subject: b.subject, msgID: b.msgID, payload: b.payload,
+				encoding: b.encoding, err: fmt.Errorf("sent with snapshot %d: %w", p.res.Seq, b.err)})
 		}
 	}
-	return nil
+	return out
+}
+
+// isNewest reports whether p is its conversation's newest snapshot.
+func (p *Pending) isNewest(pub *Publisher, key string) bool {
+	p.st.mu.Lock()
+	defer p.st.mu.Unlock()
+	cur, ok := pub.convs.get(key)
+	return ok && cur == p.st && p.st.seq == p.res.Seq
 }
 
 // settle records the outcome, closes done and runs the callbacks.
@@ -358,16 +385,33 @@ func (p *Pending) settle(err error) {
 	}
 }
 
-// retryBackOff is the schedule of re-sends: Config.PublishRetries waits
-// from Config.PublishRetryWait, doubling up to 8 times it, with jitter.
-func (pub *Publisher) retryBackOff() backoff.BackOff {
-	if pub.cfg.PublishRetries < 0 {
-		return &backoff.StopBackOff{}
-	}
-	b := backoff.NewExponentialBackOff(
+// retrier schedules the re-sends of one snapshot's failed publishes:
+// Config.PublishRetries of them, waiting from Config.PublishRetryWait and
+// doubling up to 8 times it, with jitter; then, while the snapshot is its
+// conversation's newest, more until Config.PublishRetryFor has passed.
+type retrier struct {
+	cfg   *Config
+	bo    *backoff.ExponentialBackOff
+	n     int
+	start time.Time
+}
+
+func (pub *Publisher) newRetrier() *retrier {
+	return &retrier{cfg: &pub.cfg, start: time.Now(), bo: backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(pub.cfg.PublishRetryWait),
 		backoff.WithMaxInterval(8*pub.cfg.PublishRetryWait),
 		backoff.WithMaxElapsedTime(0),
-	)
-	return backoff.WithMaxRetries(b, uint64(pub.cfg.PublishRetries))
+	)}
+}
+
+// next returns the wait before the next re-send, or false to give up.
+func (r *retrier) next(newest bool) (time.Duration, bool) {
+	r.n++
+	switch {
+	case r.n <= r.cfg.PublishRetries:
+	case newest && r.cfg.PublishRetryFor > 0 && time.Since(r.start) < r.cfg.PublishRetryFor:
+	default:
+		return 0, false
+	}
+	return r.bo.NextBackOff(), true
 }

@@ -214,7 +214,8 @@ func TestFailedBodyGoesWithNextSnapshot(t *testing.T) {
 	b := setup(t)
 	fj := &faultJS{JetStream: b.js}
 	cfg := b.cfg
-	cfg.PublishRetries, cfg.PublishRetryWait = 1, 5*time.Millisecond
+	// One re-send, and none more for the newest snapshot.
+	cfg.PublishRetries, cfg.PublishRetryWait, cfg.PublishRetryFor = 1, 5*time.Millisecond, -1
 	pub := queue.NewPublisher(fj, cfg)
 	msgs := genHistory(3, 100)
 	ends := turnEnds(msgs)

@@ -499,11 +499,14 @@ func (st *convState) refresh(p *Publisher) {
 				continue
 			}
 			for _, b := range d.bodies {
-				if st.bodies[b.hash] != d {
+				if b.err == nil {
+					// Stored, whichever snapshot sent it (a later one
+					// sends what an earlier one failed to).
+					st.bodies[b.hash] = nil
+					delete(st.resend, b.hash)
 					continue
 				}
-				if b.err == nil {
-					st.bodies[b.hash] = nil
+				if st.bodies[b.hash] != d {
 					continue
 				}
 				delete(st.bodies, b.hash)
