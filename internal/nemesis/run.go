@@ -337,7 +337,12 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		log.Warn("nemesis: client flush", "error", err)
 	}
 	qcfg := queue.Config{Prefix: cfg.Prefix}.WithDefaults()
-	rep.PendingAtEnd, rep.AckPendingAtEnd = waitSettled(dctx, cjs, qcfg)
+	var last *jetstream.ConsumerInfo
+	rep.PendingAtEnd, rep.AckPendingAtEnd, last = waitSettled(dctx, cjs, qcfg)
+	if last != nil && (rep.PendingAtEnd > 0 || rep.AckPendingAtEnd > 0) {
+		rep.violation("after the drain the consumer has %d undelivered and %d unacknowledged snapshots: ack floor at stream seq %d, delivered up to %d, %d redelivered, %d waiting pulls",
+			rep.PendingAtEnd, rep.AckPendingAtEnd, last.AckFloor.Stream, last.Delivered.Stream, last.NumRedelivered, last.NumWaiting)
+	}
 	quiet(dctx, obs.count)
 	stopObserving()
 
@@ -435,7 +440,7 @@ func startWorkers(ctx context.Context, cfg *Config, sys *system) error {
 // waitSettled waits until the shared consumer has delivered every
 // snapshot and every delivery is acknowledged (or terminated), steadily
 // for two seconds, or ctx ends; it returns what was left.
-func waitSettled(ctx context.Context, js jetstream.JetStream, qcfg queue.Config) (pending, ackPending uint64) {
+func waitSettled(ctx context.Context, js jetstream.JetStream, qcfg queue.Config) (pending, ackPending uint64, last *jetstream.ConsumerInfo) {
 	steady := 0
 	for {
 		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -446,10 +451,11 @@ func waitSettled(ctx context.Context, js jetstream.JetStream, qcfg queue.Config)
 		}
 		cancel()
 		if err == nil {
+			last = info
 			pending, ackPending = info.NumPending, uint64(info.NumAckPending)
 			if pending == 0 && ackPending == 0 {
 				if steady++; steady >= 4 {
-					return 0, 0
+					return 0, 0, info
 				}
 			} else {
 				steady = 0
@@ -457,7 +463,7 @@ func waitSettled(ctx context.Context, js jetstream.JetStream, qcfg queue.Config)
 		}
 		select {
 		case <-ctx.Done():
-			return pending, ackPending
+			return pending, ackPending, last
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

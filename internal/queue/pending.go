@@ -266,7 +266,11 @@ func (p *Pending) sendManifest(pub *Publisher, key string) {
 		return
 	}
 	p.writeFull()
-	f, err := pub.js.PublishMsgAsync(p.man)
+	// No retry inside nats.go: it re-sends a publish that found no
+	// responder (a stream without a leader for a moment) 250 ms later,
+	// which lands after a newer manifest sent meanwhile. Re-sends are
+	// this owner's, under the check above.
+	f, err := pub.js.PublishMsgAsync(p.man, jetstream.WithRetryAttempts(0))
 	if err != nil {
 		p.err = fmt.Errorf("queue: publish snapshot %s seq %d: %w", key, p.res.Seq, err)
 		return
