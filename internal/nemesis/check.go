@@ -35,9 +35,12 @@ type checker struct {
 type snapOutcomes map[uint64][]audit.Event
 
 // check fills r's verdicts from the servers' state.
-func (c *checker) check(ctx context.Context, convs []*conversation, poison []poisonSnapshot, poisonTenant string, r *Report) error {
+func (c *checker) check(ctx context.Context, convs []*conversation, poison []poisonSnapshot, poisonTenant string,
+	consumer *jetstream.ConsumerInfo, r *Report) error {
 	events := map[convKey]snapOutcomes{}
+	settled := map[uint64]bool{} // stream sequences with an outcome
 	err := audit.Scan(ctx, c.js, c.acfg, audit.Filter{}, func(ev audit.Event) error {
+		settled[ev.SnapshotSeq] = true
 		k := convKey{ev.Tenant, ev.ConversationID}
 		if events[k] == nil {
 			events[k] = snapOutcomes{}
@@ -85,7 +88,31 @@ func (c *checker) check(ctx context.Context, convs []*conversation, poison []poi
 	if len(poison) > 0 {
 		c.checkPoison(poison, poisonTenant, dead, events, r)
 	}
+	if consumer != nil && consumer.NumAckPending > 0 {
+		for _, d := range dead {
+			settled[d.StreamSeq] = true
+		}
+		c.unsettled(ctx, snaps, consumer, settled, r)
+	}
 	return nil
+}
+
+// unsettled names the snapshots the consumer still counts as
+// unacknowledged after the drain: those it delivered past its ack floor
+// that have no outcome in the audit trail or the dead letters.
+func (c *checker) unsettled(ctx context.Context, snaps jetstream.Stream, info *jetstream.ConsumerInfo, settled map[uint64]bool, r *Report) {
+	n := 0
+	for seq := info.AckFloor.Stream + 1; seq <= info.Delivered.Stream && n < 10; seq++ {
+		if settled[seq] {
+			continue
+		}
+		m, err := snaps.GetMsg(ctx, seq)
+		if err != nil {
+			continue // not a snapshot of the filter, or gone
+		}
+		n++
+		r.violation("stream seq %d (%s, stored %s) has no outcome: unacknowledged after the drain", seq, m.Subject, m.Time.Format(time.TimeOnly))
+	}
 }
 
 // checkConversation holds one conversation to the guarantees: its newest

@@ -119,6 +119,24 @@ func TestNemesis(t *testing.T) {
 	})
 }
 
+// TestNemesisCluster is the same on a 3-node cluster with R3 streams,
+// with nodes killed and restarted in turn: the faults that found the
+// manifest-before-body and retry-ordering bugs of issue 10's cluster run.
+func TestNemesisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("nemesis run on a cluster")
+	}
+	faults, err := nemesis.ParseSchedule("default=2,nats-kill=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, nemesis.Config{
+		NATSServer: natstest.Binary(t), RedisServer: redisServer(t), Nodes: 3,
+		Agents: 24, Tenants: 3, TurnsPerSecond: 2, Duration: 30 * time.Second, Drain: 90 * time.Second,
+		AckWait: 3 * time.Second, Faults: faults, Poison: 40, Seed: 2,
+	})
+}
+
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {

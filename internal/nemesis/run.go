@@ -365,7 +365,7 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		acfg: audit.Config{Prefix: cfg.Prefix, Stream: queue.StreamBase(cfg.Prefix) + "_AUDIT"}}
 	cctx, cancelCheck := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 	defer cancelCheck()
-	if err := chk.check(cctx, convs, poison, PoisonTenant, rep); err != nil {
+	if err := chk.check(cctx, convs, poison, PoisonTenant, last, rep); err != nil {
 		return rep, fmt.Errorf("nemesis: check: %w", err)
 	}
 	obs.mu.Lock()
