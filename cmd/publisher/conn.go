@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/briefd/briefd"
@@ -25,6 +26,7 @@ type connFlags struct {
 	natsPassword string
 	inboxPrefix  string
 	redisURL     string
+	redisCluster bool
 	tenant       string
 	prefix       string
 	verbose      bool
@@ -37,6 +39,7 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsPassword, "nats-password", "", "NATS password; prefer the environment variable")
 	fs.StringVar(&f.inboxPrefix, "nats-inbox-prefix", "", "inbox prefix for replies, when the NATS user may only subscribe to its own (deploy/nats.conf: _INBOX_<tenant>)")
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL of the briefing store (redis://host:port/0); empty: the JetStream key-value bucket")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster: --redis-url names one or more of its nodes (redis://host1:6379?addr=host2:6379)")
 	fs.StringVar(&f.tenant, "tenant", client.DefaultTenant, "tenant id")
 	fs.StringVar(&f.prefix, "prefix", "", "subject and key prefix (default briefd)")
 	fs.BoolVar(&f.verbose, "verbose", false, "log at debug level on stderr")
@@ -70,15 +73,25 @@ func (f *connFlags) open(ctx context.Context, e *env, extra ...client.Option) (*
 		copts = append(copts, client.WithPrefix(f.prefix))
 	}
 	if f.redisURL != "" {
-		ro, err := redis.ParseURL(f.redisURL)
-		if err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("redis url: %s", redact.Error(err, f.redisURL))
+		var addr string
+		if f.redisCluster {
+			co, err := redis.ParseClusterURL(f.redisURL)
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("redis url: %s", redact.Error(err, f.redisURL))
+			}
+			s.rdb, addr = redis.NewClusterClient(co), strings.Join(co.Addrs, ",")
+		} else {
+			ro, err := redis.ParseURL(f.redisURL)
+			if err != nil {
+				nc.Close()
+				return nil, fmt.Errorf("redis url: %s", redact.Error(err, f.redisURL))
+			}
+			s.rdb, addr = redis.NewClient(ro), ro.Addr
 		}
-		s.rdb = redis.NewClient(ro)
 		if err := s.rdb.Ping(ctx).Err(); err != nil {
 			s.close(ctx)
-			return nil, fmt.Errorf("connect to Redis at %s: %w", ro.Addr, err)
+			return nil, fmt.Errorf("connect to Redis at %s: %w", addr, err)
 		}
 		copts = append(copts, client.WithRedis(s.rdb))
 	}

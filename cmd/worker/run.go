@@ -39,6 +39,7 @@ type serviceFlags struct {
 	natsURL, natsCreds, natsUser, natsPassword, natsToken string
 	natsCA, natsCert, natsKey                             string
 	redisURL, redisCA                                     string
+	redisCluster                                          bool
 	store                                                 string
 	embedded                                              bool
 	dataDir, embeddedAddr                                 string
@@ -63,6 +64,7 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsKey, "nats-tls-key", "", "client key for NATS mutual TLS")
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (redis:// or rediss:// for TLS); empty stores briefings in a JetStream key-value bucket")
 	fs.StringVar(&f.redisCA, "redis-tls-ca", "", "CA bundle to verify Redis (with rediss://)")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster: --redis-url names one or more of its nodes (redis://host1:6379?addr=host2:6379)")
 	fs.StringVar(&f.store, "store", "auto", "briefing store: redis, kv, or auto (redis when --redis-url is set)")
 	fs.DurationVar(&f.briefingTTL, "briefing-ttl", 0, "how long a conversation's briefings are kept after its last one (default 30 days; negative: never expire)")
 	fs.BoolVar(&f.embedded, "embedded", false, "run an embedded single-node NATS server with JetStream (data in --data-dir) instead of connecting to --nats-url")
@@ -295,25 +297,10 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, con
 		if f.redisURL == "" {
 			return nil, nil, usageErrorf("--store redis needs --redis-url")
 		}
-		opt, err := redis.ParseURL(f.redisURL)
+		rdb, err := f.redisClient()
 		if err != nil {
-			return nil, nil, usageErrorf("--redis-url: %s", redact.Error(err, f.redisURL))
+			return nil, nil, err
 		}
-		if f.redisCA != "" {
-			pem, err := os.ReadFile(f.redisCA)
-			if err != nil {
-				return nil, nil, fmt.Errorf("read --redis-tls-ca: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, nil, fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.redisCA)
-			}
-			if opt.TLSConfig == nil {
-				opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-			}
-			opt.TLSConfig.RootCAs = pool
-		}
-		rdb := redis.NewClient(opt)
 		return cache.NewRedisStore(rdb, cache.RedisConfig{Prefix: f.queue.Prefix, TTL: f.briefingTTL,
 			MaxBoundaries: f.maxBoundaries, WaitAOF: f.redisWaitAOF, WaitReplicas: f.redisWaitReplicas}), func() { rdb.Close() }, nil
 	case "kv":
@@ -330,6 +317,50 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, con
 	default:
 		return nil, nil, usageErrorf("--store must be redis, kv or auto, not %q", f.store)
 	}
+}
+
+// redisClient returns the client --redis-url names: one server, or with
+// --redis-cluster a Redis Cluster reached through the nodes the URL lists
+// (redis://host1:6379?addr=host2:6379&addr=host3:6379; one is enough, the
+// client learns the others), following the cluster's slots. A
+// conversation's keys share one hash tag, so each put runs on one node.
+func (f *serviceFlags) redisClient() (redis.UniversalClient, error) {
+	tlsCA := func(cur *tls.Config) (*tls.Config, error) {
+		if f.redisCA == "" {
+			return cur, nil
+		}
+		pem, err := os.ReadFile(f.redisCA)
+		if err != nil {
+			return nil, fmt.Errorf("read --redis-tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--redis-tls-ca %s holds no PEM certificate", f.redisCA)
+		}
+		if cur == nil {
+			cur = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		cur.RootCAs = pool
+		return cur, nil
+	}
+	if f.redisCluster {
+		opt, err := redis.ParseClusterURL(f.redisURL)
+		if err != nil {
+			return nil, usageErrorf("--redis-url: %s", redact.Error(err, f.redisURL))
+		}
+		if opt.TLSConfig, err = tlsCA(opt.TLSConfig); err != nil {
+			return nil, err
+		}
+		return redis.NewClusterClient(opt), nil
+	}
+	opt, err := redis.ParseURL(f.redisURL)
+	if err != nil {
+		return nil, usageErrorf("--redis-url: %s", redact.Error(err, f.redisURL))
+	}
+	if opt.TLSConfig, err = tlsCA(opt.TLSConfig); err != nil {
+		return nil, err
+	}
+	return redis.NewClient(opt), nil
 }
 
 // slogRedis sends go-redis's own log lines through slog, so that

@@ -35,6 +35,8 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// extra are more arguments (cluster mode).
+	extra []string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -48,13 +50,12 @@ type Server struct {
 // is missing and CI is unset, and fails it when CI is set.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := lookBinary()
-	if bin == "" {
-		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
-			t.Fatal("redistest: redis-server not found on PATH or at /usr/bin/redis-server (CI is set, so this fails instead of skipping; install it with apt-get install redis-server)")
-		}
-		t.Skip("redistest: redis-server not found on PATH or at /usr/bin/redis-server; install it (apt-get install redis-server) to run this test")
-	}
+	return startServer(t, binary(t), nil)
+}
+
+// startServer starts a server with extra arguments on a free port.
+func startServer(t testing.TB, bin string, extra func(port int) ([]string, error)) *Server {
+	t.Helper()
 	s := &Server{bin: bin, dir: t.TempDir()}
 	t.Cleanup(s.Kill)
 
@@ -66,12 +67,31 @@ func Start(t testing.TB) *Server {
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
+		if extra != nil {
+			if s.extra, err = extra(s.port); err != nil {
+				t.Fatalf("redistest: %v", err)
+			}
+		}
 		if err = s.start(); err == nil {
 			return s
 		}
 	}
 	t.Fatalf("redistest: %v", err)
 	return nil
+}
+
+// binary returns the redis-server binary, or skips (fails under CI) the
+// test when there is none.
+func binary(t testing.TB) string {
+	t.Helper()
+	bin := lookBinary()
+	if bin == "" {
+		if ci, _ := strconv.ParseBool(os.Getenv("CI")); ci {
+			t.Fatal("redistest: redis-server not found on PATH or at /usr/bin/redis-server (CI is set, so this fails instead of skipping; install it with apt-get install redis-server)")
+		}
+		t.Skip("redistest: redis-server not found on PATH or at /usr/bin/redis-server; install it (apt-get install redis-server) to run this test")
+	}
+	return bin
 }
 
 func lookBinary() string {
@@ -106,6 +126,7 @@ func (s *Server) start() error {
 		"--daemonize", "no",
 		"--loglevel", "warning",
 	)
+	cmd.Args = append(cmd.Args, s.extra...)
 	cmd.Stdout = &lockedWriter{buf: log}
 	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {

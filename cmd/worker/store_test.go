@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/natstest"
+	"github.com/briefd/briefd/internal/redistest"
+)
+
+// --redis-cluster stores briefings in a Redis Cluster through the nodes
+// --redis-url names; without it a conversation whose slot is on another
+// node fails with MOVED.
+func TestRedisClusterFlag(t *testing.T) {
+	c := redistest.StartCluster(t, 3)
+	addrs := c.Addrs()
+	url := fmt.Sprintf("redis://%s?addr=%s&addr=%s", addrs[0], addrs[1], addrs[2])
+	_, js := natstest.Start(t).Connect(t)
+	open := func(args ...string) briefingStore {
+		t.Helper()
+		fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
+		var f serviceFlags
+		f.bind(fs)
+		if err := fs.Parse(append([]string{"--redis-url", url}, args...)); err != nil {
+			t.Fatal(err)
+		}
+		s, closeStore, err := openStore(t.Context(), &f, js, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeStore)
+		return s
+	}
+	put := func(s briefingStore, i int) error {
+		b := &briefd.Briefing{Tenant: "acme", ConversationID: fmt.Sprintf("c%d", i), BoundaryID: "m1", Position: 1,
+			SnapshotSeq: 1, SnapshotTime: time.Now()}
+		_, err := s.Put(t.Context(), b)
+		return err
+	}
+
+	cluster := open("--redis-cluster")
+	for i := range 20 {
+		if err := put(cluster, i); err != nil {
+			t.Fatalf("put c%d: %v", i, err)
+		}
+		if b, err := cluster.Latest(t.Context(), "acme", fmt.Sprintf("c%d", i)); err != nil || b.BoundaryID != "m1" {
+			t.Fatalf("latest c%d: %v, %v", i, b, err)
+		}
+	}
+	single := open("--redis-url", "redis://"+addrs[0])
+	moved := 0
+	for i := range 20 {
+		if err := put(single, i); err != nil && strings.Contains(err.Error(), "MOVED") {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("a plain client stored every conversation: the cluster does not spread them")
+	}
+}
