@@ -25,6 +25,13 @@ type sighting struct {
 	at           time.Time
 }
 
+// latency is one briefing's time from its snapshot's store in the stream
+// to its announcement by the store.
+type latency struct {
+	stored time.Time
+	took   time.Duration
+}
+
 // regression is a latest briefing that replaced a newer one: from an
 // older snapshot, or with a boundary before its predecessor's.
 type regression struct {
@@ -42,14 +49,14 @@ type observer struct {
 	mu         sync.Mutex
 	last       map[convKey]sighting
 	sightings  int
-	latencies  map[string][]time.Duration // publish to briefing, by tenant
-	snapBack   []regression               // an older snapshot's briefing became the latest
-	boundBack  []regression               // the boundary moved before the previous one
+	latencies  map[string][]latency // publish to briefing, by tenant
+	snapBack   []regression         // an older snapshot's briefing became the latest
+	boundBack  []regression         // the boundary moved before the previous one
 	watchError error
 }
 
 func newObserver() *observer {
-	return &observer{last: map[convKey]sighting{}, latencies: map[string][]time.Duration{}}
+	return &observer{last: map[convKey]sighting{}, latencies: map[string][]latency{}}
 }
 
 // see records one announced briefing.
@@ -74,7 +81,7 @@ func (o *observer) see(b *briefd.Briefing, at time.Time) {
 	}
 	o.last[k] = s
 	if !b.SnapshotTime.IsZero() {
-		o.latencies[b.Tenant] = append(o.latencies[b.Tenant], at.Sub(b.SnapshotTime))
+		o.latencies[b.Tenant] = append(o.latencies[b.Tenant], latency{stored: b.SnapshotTime, took: at.Sub(b.SnapshotTime)})
 	}
 }
 

@@ -60,6 +60,10 @@ type Report struct {
 	// announcement by the store, for the agents' tenants.
 	Briefings                          int
 	LatencyP50, LatencyP99, LatencyMax time.Duration
+	// The same for the snapshots stored in the FloodWindow from the
+	// flood's start (PoisonAt of the way in, flood or not).
+	WindowBriefings                 int
+	WindowP50, WindowP99, WindowMax time.Duration
 
 	// Left at the end: snapshots not acknowledged after the drain.
 	PendingAtEnd, AckPendingAtEnd uint64
@@ -145,6 +149,8 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "publish→briefing p50 %s  p99 %s  max %s  (%d briefings announced)\n",
 		round(r.LatencyP50), round(r.LatencyP99), round(r.LatencyMax), r.Briefings)
+	fmt.Fprintf(w, "  in the %s from the flood's start: p50 %s  p99 %s  max %s  (%d briefings)\n",
+		FloodWindow, round(r.WindowP50), round(r.WindowP99), round(r.WindowMax), r.WindowBriefings)
 	fmt.Fprintf(w, "left pending     %d undelivered, %d unacknowledged\n", r.PendingAtEnd, r.AckPendingAtEnd)
 	if len(r.UnplannedExits) > 0 {
 		fmt.Fprintf(w, "unplanned exits  %d: %s\n", len(r.UnplannedExits), strings.Join(r.UnplannedExits, "; "))

@@ -104,6 +104,11 @@ type Config struct {
 // PoisonTenant is the tenant of a poison flood.
 const PoisonTenant = "flood"
 
+// FloodWindow is how long after a flood's start (PoisonAt of the way into
+// the run, with or without a flood) the report measures the other
+// tenants' publish-to-briefing latency apart.
+const FloodWindow = 30 * time.Second
+
 func (c Config) withDefaults() Config {
 	c.Nodes = cmp.Or(c.Nodes, 1)
 	c.Store = cmp.Or(c.Store, "redis")
@@ -378,15 +383,25 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		rep.violation("%s/%s: the briefing of stream seq %d cuts at %s (position %d), before that of seq %d (%s, position %d)",
 			g.key.tenant, g.key.conv, g.now.snapshotSeq, g.now.boundary, g.now.position, g.before.snapshotSeq, g.before.boundary, g.before.position)
 	}
-	var lats []time.Duration
+	// The whole run, and the 30 s from the moment a flood starts (or
+	// would, in a run without one, for comparison).
+	var lats, window []time.Duration
+	from := start.Add(time.Duration(cfg.PoisonAt * float64(cfg.Duration)))
 	for t, xs := range obs.latencies {
-		if t != PoisonTenant {
-			lats = append(lats, xs...)
+		if t == PoisonTenant {
+			continue
+		}
+		for _, l := range xs {
+			lats = append(lats, l.took)
+			if !l.stored.Before(from) && l.stored.Before(from.Add(FloodWindow)) {
+				window = append(window, l.took)
+			}
 		}
 	}
 	obs.mu.Unlock()
-	rep.Briefings = len(lats)
+	rep.Briefings, rep.WindowBriefings = len(lats), len(window)
 	rep.LatencyP50, rep.LatencyP99, rep.LatencyMax = latencyFigures(lats)
+	rep.WindowP50, rep.WindowP99, rep.WindowMax = latencyFigures(window)
 	for _, s := range rep.UnplannedExits {
 		rep.violation("%s", s)
 	}
