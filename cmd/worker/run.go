@@ -133,7 +133,12 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("jetstream: %w", err)
 	}
 
-	store, closeStore, err := openStore(ctx, &f, js, true)
+	var store briefingStore
+	var closeStore func()
+	err = worker.RetryTransient(ctx, logger, "opening the briefing store", func() error {
+		store, closeStore, err = openStore(ctx, &f, js, true)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -233,6 +238,9 @@ func (f *serviceFlags) connect(ctx context.Context, logger, serverLog *slog.Logg
 func connectNATS(f *serviceFlags, logger *slog.Logger, extra ...nats.Option) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name("briefd-worker"),
+		// A worker started while NATS is down (a node restarting) waits
+		// for it, not ready, rather than exiting.
+		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -260,6 +268,9 @@ func connectNATS(f *serviceFlags, logger *slog.Logger, extra ...nats.Option) (*n
 	if err != nil {
 		// Not %w: a parse error quotes the URL, password included.
 		return nil, fmt.Errorf("connect to NATS at %s: %s", redact.URLs(f.natsURL), redact.Error(err, f.natsURL))
+	}
+	if !nc.IsConnected() {
+		logger.Warn("NATS not reachable yet; retrying", "url", redact.URLs(f.natsURL))
 	}
 	return nc, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -103,6 +104,11 @@ const MinServerVersion = "2.9.0"
 // connected to is older than MinServerVersion.
 func CheckServer(nc interface{ ConnectedServerVersion() string }) error {
 	v := nc.ConnectedServerVersion()
+	if v == "" {
+		// Not connected (yet): nothing to check, and nothing wrong with
+		// the server; the caller may wait for the connection.
+		return fmt.Errorf("queue: not connected to a NATS server: %w", nats.ErrDisconnected)
+	}
 	if !versionAtLeast(v, 2, 9, 0) {
 		return fmt.Errorf("queue: nats-server %q is older than the %s this worker needs", v, MinServerVersion)
 	}

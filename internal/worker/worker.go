@@ -177,31 +177,40 @@ func (w *Worker) Start(ctx context.Context) error {
 }
 
 // EnsureTimeout bounds how long Start retries creating the streams, the
-// consumer and the buckets.
+// consumer and the buckets (and RetryTransient any call).
 const EnsureTimeout = 2 * time.Minute
 
 // ensureStreams creates (or updates) the streams, buckets and the
-// consumer, retrying a request that timed out or found JetStream
-// unavailable: workers started together on a cluster race to create the
-// same R3 assets, and a cluster just formed may not answer in time (two
-// workers at once on a fresh 3-node cluster time out, on nats-server 2.9
-// and 2.15). The calls are idempotent, so a retry is safe.
+// consumer, retrying while JetStream does not answer: workers started
+// together on a cluster race to create the same R3 assets, and a cluster
+// just formed may not answer in time (two workers at once on a fresh
+// 3-node cluster time out, on nats-server 2.9 and 2.15); a worker started
+// while NATS is down waits for it. The calls are idempotent.
 func (w *Worker) ensureStreams(ctx context.Context) error {
+	return RetryTransient(ctx, w.log, "creating the streams", func() error {
+		if err := queue.EnsureStreams(ctx, w.js, w.cfg.Queue); err != nil {
+			return err
+		}
+		return audit.EnsureStream(ctx, w.js, w.cfg.Audit)
+	})
+}
+
+// RetryTransient calls fn until it succeeds, fails with an error that is
+// not transient (see Transient), ctx ends, or EnsureTimeout has passed,
+// waiting 250ms doubling to 5s in between, and logs each retry.
+func RetryTransient(ctx context.Context, log *slog.Logger, what string, fn func() error) error {
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 250*time.Millisecond, 5*time.Second, EnsureTimeout
 	for attempt := 1; ; attempt++ {
-		err := queue.EnsureStreams(ctx, w.js, w.cfg.Queue)
-		if err == nil {
-			err = audit.EnsureStream(ctx, w.js, w.cfg.Audit)
-		}
-		if err == nil || !transientJS(err) || ctx.Err() != nil {
+		err := fn()
+		if err == nil || !Transient(err) || ctx.Err() != nil {
 			return err
 		}
 		wait := bo.NextBackOff()
 		if wait == backoff.Stop {
 			return fmt.Errorf("%w (gave up after %d attempts)", err, attempt)
 		}
-		w.log.Warn("creating the streams failed; retrying", "attempt", attempt, "in", wait.Round(time.Millisecond), "error", err)
+		log.Warn(what+" failed; retrying", "attempt", attempt, "in", wait.Round(time.Millisecond), "error", err)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -210,14 +219,15 @@ func (w *Worker) ensureStreams(ctx context.Context) error {
 	}
 }
 
-// transientJS reports whether a JetStream API error may pass by itself: a
-// request that timed out, found no responder, or a cluster without a
-// leader for the moment.
-func transientJS(err error) bool {
+// Transient reports whether a NATS or JetStream error may pass by itself:
+// a request that timed out or found no responder, a connection not (yet)
+// up, or a cluster without a leader for the moment.
+func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
-		errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		errors.Is(err, jetstream.ErrNoHeartbeat), errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, nats.ErrNoServers):
 		return true
 	case errors.As(err, &apiErr):
 		return apiErr.Code == 503 || apiErr.Code == 408
