@@ -195,9 +195,13 @@ type workerProc struct {
 	httpAddr string
 }
 
+// workerStartTimeout bounds a worker's start: workers started together on
+// a fresh cluster race to create the streams and retry for a while.
+const workerStartTimeout = 2 * time.Minute
+
 // waitReady waits until the worker's /readyz answers 200.
 func (w *workerProc) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	ctx, cancel := context.WithTimeout(ctx, workerStartTimeout)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second}
 	var last string
@@ -218,7 +222,7 @@ func (w *workerProc) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %s: %s (log: %s)", w.name, startTimeout, last, w.logPath)
+			return fmt.Errorf("%s not ready after %s: %s (log: %s)", w.name, workerStartTimeout, last, w.logPath)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
