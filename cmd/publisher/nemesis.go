@@ -28,7 +28,7 @@ type nemesisCmd struct {
 }
 
 func (c *nemesisCmd) Summary() string {
-	return "start nats-server, redis-server and workers as processes, kill, pause and restart them while agents publish, then check that no snapshot was lost, regressed or poisoned"
+	return "Start nats-server, redis-server and workers as processes, kill, pause and restart them while agents publish, and check that no snapshot was lost, regressed or poisoned."
 }
 
 func (c *nemesisCmd) Synopsis() string {

@@ -122,7 +122,7 @@ func (c *checker) unsettled(ctx context.Context, snaps jetstream.Stream, info *j
 func (c *checker) checkConversation(ctx context.Context, snaps jetstream.Stream, res *queue.Resolver, subj queue.Subjects,
 	cv *conversation, outcomes snapOutcomes, r *Report) {
 	name := cv.tenant + "/" + cv.id
-	last, err := snaps.GetLastMsgForSubject(ctx, subj.Snapshot(cv.tenant, cv.id))
+	last, err := queue.LastMsg(ctx, c.js, snaps, subj.Snapshot(cv.tenant, cv.id))
 	if err != nil {
 		r.LostPublish++
 		r.violation("%s: no snapshot in the stream (%v); the agent published %d messages", name, err, cv.accepted)

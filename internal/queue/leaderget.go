@@ -44,9 +44,11 @@ func getMsg(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, re
 	return leaderGet(ctx, js, info.Config.Name, req)
 }
 
-// lastMsg returns the last message on subject as the stream's leader
-// has it: a replica may answer with an older one.
-func lastMsg(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
+// LastMsg returns the last message on subject as the stream's leader has
+// it: a replica may answer a direct get with an older one. Rebuild and
+// replay, which must start from a conversation's newest snapshot, read it
+// so.
+func LastMsg(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
 	if info := st.CachedInfo(); info != nil && info.Config.Replicas > 1 {
 		return leaderGet(ctx, js, info.Config.Name, getRequest{LastBySubject: subject})
 	}

@@ -659,7 +659,7 @@ func (r *Resolver) Load(ctx context.Context, tenant, conv string, seq uint64) (*
 	var raw *jetstream.RawStreamMsg
 	if seq == 0 {
 		// The leader's last, not a replica's, which may lag.
-		raw, err = lastMsg(ctx, r.js, snaps, subject)
+		raw, err = LastMsg(ctx, r.js, snaps, subject)
 	} else {
 		for next := uint64(1); ; next = raw.Sequence + 1 {
 			raw, err = snaps.GetMsg(ctx, next, jetstream.WithGetMsgSubject(subject))

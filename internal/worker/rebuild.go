@@ -67,7 +67,7 @@ func (w *Worker) Rebuild(ctx context.Context, tenant string, parallel int) (Rebu
 	g.SetLimit(max(parallel, 1))
 	for _, subject := range subjects {
 		g.Go(func() error {
-			raw, err := st.GetLastMsgForSubject(gctx, subject)
+			raw, err := queue.LastMsg(gctx, w.js, st, subject)
 			if err != nil {
 				count(func() { rep.Failed++; rep.Errors = append(rep.Errors, subject+": "+err.Error()) })
 				return nil
