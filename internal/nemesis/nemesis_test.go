@@ -82,7 +82,12 @@ func run(t *testing.T, cfg nemesis.Config) *nemesis.Report {
 	}
 	cfg.Worker = workerBinary(t)
 	cfg.Histories = hs
-	cfg.Dir = t.TempDir()
+	// The run's folder (every process's log) outlives a failing test.
+	dir, err := os.MkdirTemp("", "briefd-"+t.Name()+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir = dir
 	cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	start := time.Now()
 	rep, err := nemesis.Run(t.Context(), cfg)
@@ -94,6 +99,8 @@ func run(t *testing.T, cfg nemesis.Config) *nemesis.Report {
 	t.Logf("run took %s\n%s", time.Since(start).Round(time.Second), out.String())
 	if !rep.OK() {
 		t.Errorf("the run found violations (logs in %s)", cfg.Dir)
+	} else {
+		os.RemoveAll(cfg.Dir)
 	}
 	byKind := rep.FaultsByKind()
 	for k, n := range cfg.Faults {

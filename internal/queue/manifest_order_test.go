@@ -118,7 +118,7 @@ func TestNewestOutlastsAnOutage(t *testing.T) {
 			return nil, nil, false
 		}
 		f := newHeldFuture(m)
-		f.err <- nats.ErrNoResponders // the stream has no leader
+		f.err <- jetstream.ErrNoStreamResponse // the stream has no leader: nats.go says "no response from stream"
 		return f, nil, true
 	})
 	older, err := pub.PublishAsync(t.Context(), "acme", "c1", msgs[:ends[1]])

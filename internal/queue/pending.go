@@ -160,7 +160,7 @@ func (p *Pending) own(pub *Publisher, key string) {
 		pub.await(p)
 		retry := pub.newRetrier()
 		for attempt := 1; p.man != nil && !p.manifestOK && !p.superseded; attempt++ {
-			wait, ok := retry.next(p.isNewest(pub, key))
+			wait, ok := retry.next(p.isNewest(pub, key), p.err)
 			if !ok {
 				break
 			}
@@ -201,11 +201,11 @@ func (p *Pending) storeBodies(pub *Publisher, key string) error {
 	pub.await(p)
 	retry := pub.newRetrier()
 	for attempt := 1; p.bodyErr() != nil; attempt++ {
-		wait, ok := retry.next(p.isNewest(pub, key))
+		err := p.bodyErr()
+		wait, ok := retry.next(p.isNewest(pub, key), err)
 		if !ok {
 			break
 		}
-		err := p.bodyErr()
 		pub.cfg.Logger.Debug("queue: publish failed; re-sending", "conversation", key, "seq", p.res.Seq, "attempt", attempt, "in", wait, "err", err)
 		time.Sleep(wait)
 		var api *jetstream.APIError
@@ -394,6 +394,7 @@ func (p *Pending) settle(err error) {
 // doubling up to 8 times it, with jitter; then, while the snapshot is its
 // conversation's newest, more until Config.PublishRetryFor has passed.
 type retrier struct {
+	pub   *Publisher
 	cfg   *Config
 	bo    *backoff.ExponentialBackOff
 	n     int
@@ -401,21 +402,35 @@ type retrier struct {
 }
 
 func (pub *Publisher) newRetrier() *retrier {
-	return &retrier{cfg: &pub.cfg, start: time.Now(), bo: backoff.NewExponentialBackOff(
+	return &retrier{pub: pub, cfg: &pub.cfg, start: time.Now(), bo: backoff.NewExponentialBackOff(
 		backoff.WithInitialInterval(pub.cfg.PublishRetryWait),
 		backoff.WithMaxInterval(8*pub.cfg.PublishRetryWait),
 		backoff.WithMaxElapsedTime(0),
 	)}
 }
 
-// next returns the wait before the next re-send, or false to give up.
-func (r *retrier) next(newest bool) (time.Duration, bool) {
+// next returns the wait before the next re-send after err, or false to
+// give up. Streams that do not exist are not waited for: no stream
+// answering is also what a stream without a leader looks like for a
+// moment, so that is asked of the server.
+func (r *retrier) next(newest bool, err error) (time.Duration, bool) {
 	r.n++
 	switch {
 	case r.n <= r.cfg.PublishRetries:
-	case newest && r.cfg.PublishRetryFor > 0 && time.Since(r.start) < r.cfg.PublishRetryFor:
+	case newest && r.cfg.PublishRetryFor > 0 && time.Since(r.start) < r.cfg.PublishRetryFor && !r.streamsMissing(err):
 	default:
 		return 0, false
 	}
 	return r.bo.NextBackOff(), true
+}
+
+// streamsMissing reports whether err says no stream answered and the
+// streams indeed do not exist.
+func (r *retrier) streamsMissing(err error) bool {
+	if !errors.Is(err, ErrNoStream) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return errors.Is(r.pub.RefreshLimits(ctx), ErrNoStream)
 }
