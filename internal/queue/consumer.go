@@ -54,6 +54,11 @@ type Ref struct {
 	// Requeues those that were not attempts (shutdowns, deferrals), so
 	// Attempt = NumDelivered - Requeues is the attempt this delivery is.
 	NumDelivered, Requeues, Attempt uint64
+	// Started counts the handler runs recorded for the snapshot's earlier
+	// redeliveries (the first delivery's run is not recorded): deliveries
+	// that never reached a handler (lost with a worker or a connection) do
+	// not count as attempts.
+	Started uint64
 }
 
 // DeadLetter is the record published on <prefix>.dead.<tenant>.<conv>
@@ -458,30 +463,59 @@ func (c *Consumer) newRef(msg jetstream.Msg) Ref {
 		return ref
 	}
 	ref.StreamSeq, ref.NumDelivered = md.Sequence.Stream, md.NumDelivered
+	ref.Attempt = 1
 	if ref.NumDelivered > 1 {
-		ref.Requeues = c.requeueCount(ref.StreamSeq)
+		ref.Requeues, _ = c.count(requeueKey(ref.StreamSeq))
+		ref.Attempt = ref.NumDelivered - min(ref.Requeues, ref.NumDelivered-1)
+		// Deliveries that never reached a handler (sent to a worker that
+		// died or was paused, or over a connection that dropped) are not
+		// attempts either: a redelivery counts the handler runs it had.
+		// The first delivery is taken to have run (it is not recorded).
+		if started, ok := c.count(startKey(ref.StreamSeq)); ok {
+			ref.Started = started
+			ref.Attempt = min(ref.Attempt, started+2)
+		}
 	}
-	ref.Attempt = ref.NumDelivered - min(ref.Requeues, ref.NumDelivered-1)
 	return ref
 }
 
 func requeueKey(streamSeq uint64) string { return strconv.FormatUint(streamSeq, 10) }
 
-// requeueCount reads how many of a snapshot's deliveries were requeues. An
-// unreadable count is 0: the snapshot then risks an early dead letter,
-// never an endless loop.
-func (c *Consumer) requeueCount(streamSeq uint64) uint64 {
+// startKey counts the handler runs of a redelivered snapshot.
+func startKey(streamSeq uint64) string { return "started." + strconv.FormatUint(streamSeq, 10) }
+
+// count reads a counter of the requeue bucket, 0 when there is none; ok is
+// false when it cannot be read. An unreadable requeue count is taken as
+// 0 and an unreadable start count ignored: the snapshot then risks an
+// early dead letter, never an endless loop.
+func (c *Consumer) count(key string) (n uint64, ok bool) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
 	defer cancel()
-	e, err := c.requeues.Get(ctx, requeueKey(streamSeq))
-	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			c.log.Warn("queue: read requeue count", "stream_seq", streamSeq, "error", err)
-		}
-		return 0
+	e, err := c.requeues.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, true
 	}
-	n, _ := strconv.ParseUint(string(e.Value()), 10, 64)
-	return n
+	if err != nil {
+		c.log.Warn("queue: read a delivery count", "key", key, "error", err)
+		return 0, false
+	}
+	n, _ = strconv.ParseUint(string(e.Value()), 10, 64)
+	return n, true
+}
+
+// recordStart records that a redelivered snapshot reaches its handler, before
+// it runs: a snapshot that kills its worker is counted, and dead-lettered
+// after MaxDeliver such runs.
+func (c *Consumer) recordStart(ref Ref) {
+	if ref.NumDelivered <= 1 {
+		return // the first run is attempt 1 without a record
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
+	defer cancel()
+	if _, err := c.requeues.Put(ctx, startKey(ref.StreamSeq), []byte(strconv.FormatUint(ref.Started+1, 10))); err != nil {
+		c.log.Warn("queue: record a handler run", "tenant", ref.Tenant, "conversation", ref.ConversationID,
+			"stream_seq", ref.StreamSeq, "error", err)
+	}
 }
 
 // requeue hands a delivery back without counting it as an attempt: the
@@ -503,12 +537,16 @@ func (c *Consumer) requeue(msg jetstream.Msg, ref Ref, d time.Duration) {
 
 // forget drops a settled snapshot's requeue count.
 func (c *Consumer) forget(ref Ref) {
-	if ref.Requeues == 0 {
+	if ref.NumDelivered <= 1 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.workCtx), 5*time.Second)
 	defer cancel()
-	_ = c.requeues.Purge(ctx, requeueKey(ref.StreamSeq)) // the bucket's MaxAge removes it otherwise
+	// The bucket's MaxAge removes them otherwise.
+	if ref.Requeues > 0 {
+		_ = c.requeues.Purge(ctx, requeueKey(ref.StreamSeq))
+	}
+	_ = c.requeues.Purge(ctx, startKey(ref.StreamSeq))
 }
 
 // process handles one delivery end to end and settles it exactly once.
@@ -523,7 +561,8 @@ func (c *Consumer) process(msg jetstream.Msg) {
 	ref := c.newRef(msg)
 	if ref.Attempt > uint64(c.cfg.MaxDeliver) || ref.NumDelivered > uint64(c.cfg.MaxDeliver+c.cfg.MaxRequeues) {
 		// The last attempt never settled (a worker died or timed out).
-		c.settle(msg, ref, start, fmt.Errorf("queue: delivered %d times (%d requeued) without settling", ref.NumDelivered-1, ref.Requeues), true)
+		c.settle(msg, ref, start, fmt.Errorf("queue: delivered %d times (%d requeued, %d handler runs) without settling",
+			ref.NumDelivered-1, ref.Requeues, ref.Attempt-1), true)
 		return
 	}
 	// Coalescing: a newer snapshot of the conversation makes this one moot,
@@ -536,6 +575,7 @@ func (c *Consumer) process(msg jetstream.Msg) {
 		return
 	}
 
+	c.recordStart(ref)
 	// Keep the delivery alive while we resolve and handle it.
 	stopTicker := make(chan struct{})
 	tickerDone := make(chan struct{})
