@@ -60,7 +60,7 @@ func (w *Worker) Rebuild(ctx context.Context, tenant string, parallel int) (Rebu
 	sort.Strings(subjects)
 	rep.Conversations = len(subjects)
 	res := queue.NewResolver(w.js, w.cfg.Queue)
-	lr, _ := w.store.(latestReader)
+	lr, _ := w.store.(boundedStore).Store.(latestReader)
 	var mu sync.Mutex
 	count := func(f func()) { mu.Lock(); f(); mu.Unlock() }
 	g, gctx := errgroup.WithContext(ctx)

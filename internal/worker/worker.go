@@ -59,7 +59,18 @@ type Config struct {
 	// MaxEngines bounds the engines kept for distinct (model, context
 	// window) pairs that snapshots ask for. Default 16.
 	MaxEngines int
+	// OpTimeout bounds each call to the store and the audit stream within
+	// a compaction. Default DefaultOpTimeout.
+	OpTimeout time.Duration
 }
+
+// DefaultOpTimeout is the default Config.OpTimeout: a request whose reply
+// was lost with a NATS node (a restart under load) or a store that stopped
+// answering would otherwise wait for the compaction's own deadline
+// (MaxHandleTime, 10 minutes) while InProgress keeps the snapshot from
+// every other worker; the nemesis run on a 3-node cluster found a newest
+// snapshot held so for minutes.
+const DefaultOpTimeout = 15 * time.Second
 
 // Worker consumes snapshots and stores briefings. Start it once; Stop it
 // once. Several Workers, in one process or many, share the queue's durable
@@ -123,7 +134,7 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 	w := &Worker{
 		cfg:   cfg,
 		js:    js,
-		store: store,
+		store: boundedStore{store, cmp.Or(cfg.OpTimeout, DefaultOpTimeout)},
 		log:   cfg.Logger.With("component", "worker"),
 	}
 	// The engines share one memo of the conversations they compact, sized
@@ -134,7 +145,7 @@ func New(js jetstream.JetStream, store Store, cfg Config) (*Worker, error) {
 	if _, err := w.engines.get("", 0); err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w.auditor = audit.NewPublisher(js, cfg.Audit)
+	w.auditor = boundedAuditor{audit.NewPublisher(js, cfg.Audit), cmp.Or(cfg.OpTimeout, DefaultOpTimeout)}
 	reg := cfg.Registerer
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -615,4 +626,41 @@ func clipText(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// boundedStore gives each call to the store its own deadline within the
+// caller's (Config.OpTimeout).
+type boundedStore struct {
+	Store
+	timeout time.Duration
+}
+
+func (s boundedStore) Put(ctx context.Context, b *briefd.Briefing) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.Store.Put(ctx, b)
+}
+
+func (s boundedStore) Get(ctx context.Context, tenant, conv, boundaryID string) (*briefd.Briefing, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.Store.Get(ctx, tenant, conv, boundaryID)
+}
+
+func (s boundedStore) PutStatus(ctx context.Context, st *briefd.Status) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.Store.PutStatus(ctx, st)
+}
+
+// boundedAuditor gives each audit event its own deadline (Config.OpTimeout).
+type boundedAuditor struct {
+	Auditor
+	timeout time.Duration
+}
+
+func (a boundedAuditor) Publish(ctx context.Context, ev audit.Event) error {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	return a.Auditor.Publish(ctx, ev)
 }
