@@ -267,6 +267,13 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 800)
 		mustContain(t, d.Text, "reproduce_issue.py: created [m0003]", "defines class ArticleManager, class Article, def main")
 	})
+	t.Run("a conclusion keeps the reason it draws on", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("If I change `formfield` to use `_base_manager`, all objects are shown. This seems wrong based on \"default should avoid archived articles\".\n\nSo I should revert changes to lines 987 and 1671.",
+			"git checkout django/db/models/fields/related.py", rc(0, ""))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, `This seems wrong based on "default should avoid archived articles". So I should revert changes to lines 987 and 1671.`)
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {
