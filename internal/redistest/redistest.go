@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +52,14 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return startServer(t, binary(t), nil)
+}
+
+// StartWith is Start with more arguments for redis-server after the
+// defaults, which they override: "--appendonly", "yes"; "--replicaof",
+// host, port; "--aclfile", path.
+func StartWith(t testing.TB, args ...string) *Server {
+	t.Helper()
+	return startServer(t, binary(t), func(int) ([]string, error) { return args, nil })
 }
 
 // startServer starts a server with extra arguments on a free port.
@@ -159,7 +168,10 @@ func waitPing(addr string, exited <-chan struct{}) error {
 	defer tick.Stop()
 	for {
 		err := rdb.Ping(ctx).Err()
-		if err == nil {
+		// A refusal (NOAUTH, NOPERM: an ACL file without a default user)
+		// is an answer too.
+		var refused redis.Error
+		if err == nil || errors.As(err, &refused) {
 			return nil
 		}
 		select {
@@ -198,6 +210,26 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause stops the process with SIGSTOP until Resume: it keeps its
+// connections but answers nothing, as a stalled server or replica does.
+func (s *Server) Pause(t testing.TB) { s.signal(t, syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (s *Server) Resume(t testing.TB) { s.signal(t, syscall.SIGCONT) }
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("redistest: %v: the server is not running", sig)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("redistest: %v: %v", sig, err)
+	}
 }
 
 // Restart kills the server and starts a new, empty one on the same port, for
