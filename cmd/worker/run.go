@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -83,8 +84,8 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&q.TenantConcurrency, "tenant-concurrency", 0, "compactions one tenant may hold in this process while another tenant has work (default concurrency/2)")
 	fs.IntVar(&q.MaxRequeues, "max-requeues", 0, "redeliveries that are not attempts (shutdowns, deferrals) before a snapshot is dead-lettered anyway (default 50)")
 	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation (Redis or key-value store); older ones are deleted (default 16)")
-	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
-	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "with --redis-wait-aof, also wait for this many replicas' append-only files")
+	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+ with appendonly yes, checked at start) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
+	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "wait until this many Redis replicas have each briefing before acknowledging its snapshot: in their append-only files with --redis-wait-aof (WAITAOF), else in memory (WAIT)")
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
 	fs.IntVar(&q.Concurrency, "concurrency", 0, "compactions in flight in this process (default 2 per CPU, at least 4; 256 with an LLM cascade)")
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
@@ -143,6 +144,9 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeStore()
+	if err := checkWaitAOF(ctx, logger, store); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -328,6 +332,25 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, con
 	default:
 		return nil, nil, usageErrorf("--store must be redis, kv or auto, not %q", f.store)
 	}
+}
+
+// checkWaitAOF refuses to start a worker that must wait for WAITAOF on a
+// server that cannot (Redis before 7.2, or no append-only file): every
+// briefing would fail. A server that does not answer yet is left to the
+// readiness check, which asks the same.
+func checkWaitAOF(ctx context.Context, logger *slog.Logger, store briefingStore) error {
+	rs, ok := store.(*cache.RedisStore)
+	if !ok || !rs.WaitsForAOF() {
+		return nil
+	}
+	err := rs.CheckWaitAOF(ctx)
+	if errors.Is(err, cache.ErrNoWaitAOF) {
+		return fmt.Errorf("--redis-wait-aof: %w (or run Redis with appendfsync always, without this flag)", err)
+	}
+	if err != nil {
+		logger.Warn("cannot check now that Redis can WAITAOF; the readiness check will", "error", err)
+	}
+	return nil
 }
 
 // redisClient returns the client --redis-url names: one server, or with
