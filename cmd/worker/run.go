@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -39,7 +40,7 @@ import (
 type serviceFlags struct {
 	natsURL, natsCreds, natsUser, natsPassword, natsToken string
 	natsCA, natsCert, natsKey                             string
-	redisURL, redisCA                                     string
+	redisURL, redisCA, redisUser, redisPassword           string
 	redisCluster                                          bool
 	store                                                 string
 	embedded                                              bool
@@ -65,6 +66,8 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsKey, "nats-tls-key", "", "client key for NATS mutual TLS")
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (redis:// or rediss:// for TLS); empty stores briefings in a JetStream key-value bucket")
 	fs.StringVar(&f.redisCA, "redis-tls-ca", "", "CA bundle to verify Redis (with rediss://)")
+	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (deploy/redis/users.acl: worker); overrides the URL's")
+	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (prefer the environment variable); overrides the URL's")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster: --redis-url names one or more of its nodes (redis://host1:6379?addr=host2:6379)")
 	fs.StringVar(&f.store, "store", "auto", "briefing store: redis, kv, or auto (redis when --redis-url is set)")
 	fs.DurationVar(&f.briefingTTL, "briefing-ttl", 0, "how long a conversation's briefings are kept after its last one (default 30 days; negative: never expire)")
@@ -385,6 +388,7 @@ func (f *serviceFlags) redisClient() (redis.UniversalClient, error) {
 		if opt.TLSConfig, err = tlsCA(opt.TLSConfig); err != nil {
 			return nil, err
 		}
+		opt.Username, opt.Password = cmp.Or(f.redisUser, opt.Username), cmp.Or(f.redisPassword, opt.Password)
 		return redis.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(f.redisURL)
@@ -394,6 +398,7 @@ func (f *serviceFlags) redisClient() (redis.UniversalClient, error) {
 	if opt.TLSConfig, err = tlsCA(opt.TLSConfig); err != nil {
 		return nil, err
 	}
+	opt.Username, opt.Password = cmp.Or(f.redisUser, opt.Username), cmp.Or(f.redisPassword, opt.Password)
 	return redis.NewClient(opt), nil
 }
 
