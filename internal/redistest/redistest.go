@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -60,6 +61,20 @@ func Start(t testing.TB) *Server {
 func StartWith(t testing.TB, args ...string) *Server {
 	t.Helper()
 	return startServer(t, binary(t), func(int) ([]string, error) { return args, nil })
+}
+
+// StartWithACL runs redis-server, as Start does, with the users of an ACL
+// template rendered by a script, `sh script template out`, in the test's
+// environment: docker-compose.yml renders deploy/redis/users.acl with
+// deploy/redis/acl.sh so. Set the variables the template names with
+// t.Setenv first.
+func StartWithACL(t testing.TB, script, template string) *Server {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "users.acl")
+	if msg, err := exec.Command("sh", script, template, out).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: sh %s %s: %v\n%s", script, template, err, msg)
+	}
+	return StartWith(t, "--aclfile", out)
 }
 
 // startServer starts a server with extra arguments on a free port.
