@@ -456,19 +456,43 @@ func sentences(text string) []string {
 }
 
 // sentenceEnd returns the end of the first sentence of p: after ". ", "! ",
-// "? " (not inside a path or a number), or the whole paragraph.
+// "? " (not inside a path, a number or `code`), or the whole paragraph.
 func sentenceEnd(p string) int {
+	code := false
 	for i := 0; i < len(p)-1; i++ {
 		c := p[i]
+		if c == '`' {
+			code = !code
+		}
+		if code {
+			continue
+		}
 		if (c == '.' || c == '!' || c == '?') && p[i+1] == ' ' && i > 0 && p[i-1] != '.' {
 			return i + 1
 		}
-		if (c == '.' || c == '!' || c == '?') && i+1 < len(p) && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && p[i-1] >= 'a' && p[i-1] <= 'z' {
-			// "message.Next, I'll" (a missing space)
+		if (c == '.' || c == '!' || c == '?') && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && p[i-1] >= 'a' && p[i-1] <= 'z' && proseWord(p[i+1:]) {
+			// "message.Next, I'll" (a missing space), not "sympy.Array(3)"
 			return i + 1
 		}
 	}
 	return len(p)
+}
+
+// proseWord reports whether s starts with a word of prose: letters (and
+// an apostrophe) ended by a space, a comma or the end, not by the '(',
+// '.', '_' or digit of a name in code.
+func proseWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '\'':
+		case c == ' ' || c == ',' || c == ':' || c == ';':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // countIdents counts one message's distinct identifiers.
