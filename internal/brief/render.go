@@ -421,8 +421,10 @@ func fileText(f *fileState, level int) string {
 		if len(what) == 0 {
 			what = append(what, "changes")
 		}
-		if level == levelMin && len(what) > 1 {
-			what = []string{strconv.Itoa(len(what)) + " changes"}
+		// Undone changes are history, not state: past two they are
+		// counted, not listed.
+		if level == levelMin && len(what) > 1 || len(what) > 2 {
+			what = []string{strconv.Itoa(len(what)) + " changes [" + u.changes[0].id + "–" + u.changes[len(u.changes)-1].id + "]"}
 		}
 		undone = append(undone, strings.Join(what, ", ")+" undone by ["+u.id+"]")
 	}
@@ -1280,6 +1282,11 @@ func (l *layout) render(x *extras) string {
 	return b.String()
 }
 
+// languageWords are literals and built-in names of common languages.
+var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,
+	"true": true, "false": true, "undefined": true, "self": true, "this": true, "Exception": true, "Error": true,
+	"Object": true, "String": true, "Bool": true, "Int": true, "Any": true, "List": true, "Dict": true, "Optional": true}
+
 // index lists identifiers the text does not carry, best first, within
 // room tokens.
 func (l *layout) index(text string, room, scale float64) string {
@@ -1338,8 +1345,9 @@ func (l *layout) index(text string, room, scale float64) string {
 	misses := 0
 	try := func(c identScore) {
 		// A bare date says nothing without the record it belongs to; a
-		// W3C DTD or namespace is markup boilerplate.
-		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") {
+		// W3C DTD or namespace is markup boilerplate; a language's literal
+		// (None, True) names nothing of the task.
+		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] {
 			return
 		}
 		seen[c.id] = true
