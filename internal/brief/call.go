@@ -420,7 +420,7 @@ func shellLabel(line string) string {
 	}
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		rest := strings.Count(s[i:], "\n")
-		s = strings.TrimSpace(s[:i]) + " …(" + strconv.Itoa(rest) + " more lines)"
+		s = strings.TrimSpace(s[:i]) + " …(" + plural(rest, "more line") + ")"
 	}
 	return s
 }
@@ -933,4 +933,12 @@ func appendNew(s []string, v string) []string {
 		return s
 	}
 	return append(s, v)
+}
+
+// plural writes a count and its noun: "1 step", "3 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

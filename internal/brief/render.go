@@ -1545,7 +1545,7 @@ func (l *layout) omittedText() string {
 		for _, s := range left {
 			ids = append(ids, s.id())
 		}
-		parts = append(parts, strconv.Itoa(len(left))+" steps ("+countKinds(left)+") at "+idRuns(ids, l.m))
+		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(ids, l.m))
 	}
 	if len(keys) > 0 {
 		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
