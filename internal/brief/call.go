@@ -56,7 +56,10 @@ type fileOp struct {
 	op   kind   // kindView, kindWrite, kindEdit, kindDelete, kindRevert, kindRun, kindSearch
 	what string // the change: "line 917: `_default_manager` → `_base_manager`", a view's line range
 	body string // the content written, for small writes
-	noop bool   // a change that changes nothing (s/x/x/)
+	// outline is what a larger written body defines (outline), read once
+	// with the call.
+	outline string
+	noop    bool // a change that changes nothing (s/x/x/)
 }
 
 // call is one tool call, classified.
@@ -90,6 +93,11 @@ func classifyCall(name, rawArgs string) call {
 	c := classifyCallArgs(name, rawArgs, args)
 	if name != "" && !shellTools[name] && c.kind != kindThink && c.kind != kindFinish {
 		c.params = shortParams(args)
+	}
+	for i := range c.ops {
+		if op := &c.ops[i]; op.op == kindWrite && strings.Count(op.body, "\n") > smallFileLines {
+			op.outline = outline(strings.Split(op.body, "\n"))
+		}
 	}
 	return c
 }

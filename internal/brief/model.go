@@ -678,8 +678,8 @@ func (m *model) fileOp(s *step, op fileOp) {
 		f.content, f.outline = "", ""
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
 			f.content = strings.TrimRight(op.body, "\n")
-		} else if op.body != "" {
-			f.outline = outline(strings.Split(op.body, "\n"))
+		} else {
+			f.outline = op.outline
 		}
 	case kindEdit:
 		if s.failed {
