@@ -282,6 +282,21 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 900)
 		mustContain(t, d.Text, "4 hits: 69: if index >= self._loop_size: | 178: return self._loop_size")
 	})
+	t.Run("a record whose values a later search used outranks newer ones", func(t *testing.T) {
+		var b spanBuilder
+		b.user("My user ID is sofia_kim_7287.").
+			step("", "get_reservation_details", `{"reservation_id":"OBUT9V"}`, `{"reservation_id": "OBUT9V", "origin": "IAH", "destination": "DEN", "flights": [{"flight_number": "HAT078", "date": "2024-05-27"}], "cabin": "economy"}`)
+		for _, id := range []string{"4BMN53", "Q0ZF0J", "ZZ1234", "YY5678"} {
+			b.step("", "get_reservation_details", `{"reservation_id":"`+id+`"}`, `{"reservation_id": "`+id+`", "origin": "LGA", "destination": "LAS", "flights": [{"flight_number": "HAT201", "date": "2024-05-22"}], "cabin": "business"}`)
+		}
+		b.step("", "search_direct_flight", `{"origin":"DEN","destination":"IAH","date":"2024-05-27"}`, `[]`)
+		in := Input{Span: b.msgs, BudgetTokens: 200, CountTokens: counter(t)}
+		d, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, d.Text, "OBUT9V [m0004]: IAH-DEN")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

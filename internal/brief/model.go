@@ -1110,9 +1110,31 @@ func (m *model) userSaid(v string) bool {
 
 // usedLater reports whether a call after a record was read passed its id.
 func (m *model) usedLater(r *recordState) bool {
-	n, ok := m.argValues[r.id]
-	return ok && n > r.n
+	if n, ok := m.argValues[r.id]; ok && n > r.n {
+		return true
+	}
+	// A record whose own values a later call searched by (the trip's
+	// airports and day, passed to a flight search) is the one in play,
+	// though no call named it.
+	seen := map[string]bool{}
+	for _, f := range r.rec.fields {
+		for _, w := range strings.FieldsFunc(f.value, func(c rune) bool { return c == ' ' || c == ',' || c == ';' }) {
+			if len(w) < 3 || seen[w] {
+				continue
+			}
+			if n, ok := m.argValues[w]; ok && n > r.n && !commonValues[strings.ToLower(w)] {
+				seen[w] = true
+			}
+		}
+	}
+	return len(seen) >= 2
 }
+
+// commonValues are values every record of a kind may share (a cabin, a
+// flag): a later call passing them says nothing about which record is in
+// play.
+var commonValues = map[string]bool{"yes": true, "no": true, "true": true, "false": true, "none": true, "economy": true,
+	"business": true, "basic_economy": true, "one_way": true, "round_trip": true}
 
 // prefersField reports whether the system prompt names a record field.
 func (m *model) prefersField(name string) bool {

@@ -792,7 +792,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// gave): what the conversation is about.
 		it.prio += 0.25
 	case m.usedLater(r):
-		it.prio += 0.25 // a later call acted on it
+		it.prio += 1.25 // a later call acted on it: it is in play
 	}
 	if t == nil {
 		rest := r.rec
