@@ -984,8 +984,15 @@ func errorText(line string) string {
 // short of room.
 func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
+	first := true
 	for k, nt := range m.notes {
 		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + noteWeight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		if first && hypothesisRe.MatchString(nt.text) {
+			// The first hypothesis frames what the steps after it were
+			// testing: it outlasts its age.
+			it.prio += 2
+			first = false
+		}
 		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
 		l.items = append(l.items, it)
