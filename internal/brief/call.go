@@ -370,8 +370,27 @@ func classifyShell(line string) call {
 	c := call{kind: kindOther, label: clip(shellLabel(line), 160)}
 	cmds := parseShell(line)
 	editorFile := ""
+	// dir is where a relative "cd" of this line went ("mkdir r; cd r; cat
+	// > conf.py" writes r/conf.py); an absolute cd goes back to the paths
+	// as written.
+	dir := ""
+	deletes := map[int]int{} // op index -> command index of a deletion
 	for i := range cmds {
+		if cmds[i].prog() == "cd" {
+			dir = cdTarget(dir, cmds[i].operands())
+			continue
+		}
 		k, ops := classifyCommand(&cmds[i], i > 0 && cmds[i-1].piped)
+		for j := range ops {
+			ops[j].path = underDir(dir, ops[j].path)
+			if ops[j].op == kindDelete {
+				deletes[len(c.ops)+j] = i
+			}
+		}
+		if i > 0 && cmds[i-1].piped && len(c.ops) > 0 && c.ops[len(c.ops)-1].op == kindView && c.ops[len(c.ops)-1].what == "" {
+			// "nl -ba f | sed -n '320,360p'" read lines 320-360 of f.
+			c.ops[len(c.ops)-1].what = pipedRange(&cmds[i])
+		}
 		if k == kindEdit && len(ops) == 0 && cmds[i].prog() == "edit" {
 			c.editorOpen = true
 		}
@@ -393,6 +412,21 @@ func classifyShell(line string) call {
 		}
 	}
 	_ = editorFile
+	// A path removed and then used again by the same line ("rm -rf _build
+	// && sphinx-build src _build/html") was rebuilt, not deleted.
+	for at := len(c.ops) - 1; at >= 0; at-- {
+		i, ok := deletes[at]
+		if !ok {
+			continue
+		}
+		p := c.ops[at].path
+		for _, later := range cmds[i+1:] {
+			if slices.ContainsFunc(later.words, func(w string) bool { return underDir(dir, w) == p || strings.HasPrefix(w, p+"/") || strings.HasPrefix(underDir(dir, w), p+"/") }) {
+				c.ops = slices.Delete(c.ops, at, at+1)
+				break
+			}
+		}
+	}
 	if c.kind == kindWrite && strings.Contains(line, "<<") {
 		// A here-document: name the file, not the first line of the text.
 		for _, op := range c.ops {
@@ -413,6 +447,66 @@ func classifyShell(line string) call {
 		c.target = commandHead(line)
 	}
 	return c
+}
+
+// cdTarget is the directory a cd leaves a line in, relative to where the
+// line started; "" for the start or anywhere absolute.
+func cdTarget(dir string, operands []string) string {
+	if len(operands) == 0 {
+		return ""
+	}
+	t := strings.TrimSuffix(operands[0], "/")
+	switch {
+	case t == "" || strings.HasPrefix(t, "/") || strings.HasPrefix(t, "~") || strings.HasPrefix(t, "$") || t == "-":
+		return ""
+	case t == ".":
+		return dir
+	case t == "..":
+		if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+			return dir[:i]
+		}
+		return ""
+	case strings.Contains(t, ".."):
+		return "" // not worth resolving: paths stay as written
+	}
+	if dir == "" {
+		return t
+	}
+	return dir + "/" + t
+}
+
+// underDir is a path as seen from where the line started.
+func underDir(dir, p string) string {
+	if dir == "" || p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") || strings.HasPrefix(p, "-") {
+		return p
+	}
+	return dir + "/" + strings.TrimPrefix(p, "./")
+}
+
+var sedRangeRe = regexp.MustCompile(`^(\d+)(?:,(\d+))?p$`)
+
+// pipedRange is the part of its input a command in a pipe prints:
+// "lines 320-360" for sed -n '320,360p', "lines 1-40" for head -n 40.
+func pipedRange(c *shellCmd) string {
+	ops := c.operands()
+	switch c.prog() {
+	case "sed":
+		if c.hasFlag('n', "") && len(ops) > 0 {
+			if m := sedRangeRe.FindStringSubmatch(ops[0]); m != nil {
+				if m[2] == "" {
+					return "line " + m[1]
+				}
+				return "lines " + m[1] + "-" + m[2]
+			}
+		}
+	case "head":
+		for k, a := range c.args() {
+			if a == "-n" && k+1 < len(c.args()) && isNumber(c.args()[k+1]) {
+				return "lines 1-" + c.args()[k+1]
+			}
+		}
+	}
+	return ""
 }
 
 // shellLabel is a command line for display: the first line, with a leading

@@ -210,8 +210,10 @@ func resultText(m *model, s *step, level int) string {
 		// What an install did is in its last lines ("Successfully
 		// installed …", "Setting up dvipng …"), not in its first (a
 		// package index fetched).
-		if l := lastMeaningful(o.lines); l != "" {
-			return clip(l, []int{200, 120, 70}[level]) + " (" + strconv.Itoa(o.totalLines) + " lines)"
+		for i := len(o.lines) - 1; i >= 0; i-- {
+			if l := strings.TrimSpace(o.lines[i]); l != "" && l != "[…]" && !installNoiseRe.MatchString(l) {
+				return clip(l, []int{200, 120, 70}[level]) + " (" + strconv.Itoa(o.totalLines) + " lines)"
+			}
 		}
 	}
 	if o.tests != "" {
@@ -274,7 +276,7 @@ func searchText(s *step, level int) string {
 	if n == 0 {
 		return "no match"
 	}
-	if joined := strings.Join(hits, " | "); n <= 3 && len(joined) <= []int{360, 200, 100}[level] {
+	if joined := stripTags(strings.Join(hits, " | ")); n <= 3 && len(joined) <= []int{360, 200, 100}[level] {
 		return joined
 	}
 	if lines := hitLines(hits); len(lines) == len(hits) {
@@ -505,6 +507,9 @@ func lastMeaningful(lines []string) string {
 	}
 	return ""
 }
+
+// installNoiseRe matches what installers print after their result.
+var installNoiseRe = regexp.MustCompile(`^(?:WARNING: Running pip as|WARNING: You are using pip version|You should consider upgrading|\[notice\]|It is recommended to use a virtual)`)
 
 // httpText: a page's title and form fields, and what changed from the
 // previous response of the same URL (or its first lines).

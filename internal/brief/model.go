@@ -260,8 +260,30 @@ func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *mo
 		}
 	}
 	m.markIntentions()
+	m.checkResolutions()
 	return m
 }
+
+// checkResolutions takes back a resolution that the agent itself said did
+// not work: an edit that went through but landed in the wrong place still
+// leaves the error's cause in place.
+func (m *model) checkResolutions() {
+	for _, e := range m.errors {
+		if e.resolved == "" {
+			continue
+		}
+		for _, s := range m.steps {
+			if s.id() == e.resolved && s.react != "" && misfireRe.MatchString(s.react) {
+				e.resolved, e.fix = "", ""
+				break
+			}
+		}
+	}
+}
+
+// misfireRe marks an agent's reading of a step that worked as a command but
+// not as a fix.
+var misfireRe = regexp.MustCompile(`(?i)\b(?:not (?:correctly|properly) (?:placed|applied|inserted)|incorrectly|in the wrong place|unreachable|didn't work|did not work|is not correct|isn't correct|was not correct|misplaced|still (?:fails|failing|broken|not working))\b`)
 
 // harnessMark labels a quoted harness reminder in the user section.
 const harnessMark = "harness reminder, not from the user: "
@@ -813,8 +835,9 @@ func (m *model) trackError(s *step) {
 		return // a path that does not exist is a finding, told by its file line
 	}
 	if !s.failed {
+		kindKey := "any " + s.f.call.kind.String()
 		for _, e := range m.errors {
-			if e.resolved == "" && e.key == key {
+			if e.resolved == "" && (e.key == key || e.key == kindKey) {
 				e.resolved = s.id()
 				e.fix = m.fixBetween(e, s)
 			}
@@ -837,6 +860,11 @@ func (m *model) trackError(s *step) {
 			return
 		}
 	}
+	if invocationRe.MatchString(line) && (s.f.call.kind == kindTest || s.f.call.kind == kindRun) {
+		// The command could not start (a module or file not found): any
+		// later run of the same kind that works went past it.
+		key = "any " + s.f.call.kind.String()
+	}
 	for _, e := range m.errors {
 		if e.line == line && e.key == key && e.resolved == "" {
 			e.ids = append(e.ids, s.id())
@@ -847,6 +875,17 @@ func (m *model) trackError(s *step) {
 	}
 	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1})
 }
+
+// installedNothing reports an install that found everything in place.
+func installedNothing(s *step) bool {
+	b := s.f.out.body
+	return strings.Contains(b, "Requirement already satisfied") && !strings.Contains(b, "Successfully installed") ||
+		strings.Contains(b, "is already the newest version") && !strings.Contains(b, "Setting up")
+}
+
+// invocationRe matches an error of a command that did not get to run the
+// thing it was asked to: a missing module, file or program, bad usage.
+var invocationRe = regexp.MustCompile(`(?i)no module named|file or directory not found|no such file or directory|command not found|can't open file|usage:|unrecognized arguments|no tests ran|not found: `)
 
 // resolvedFailure reports whether a failed step's error was resolved
 // later in the span.
@@ -876,7 +915,7 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 				changed = appendNew(changed, shortPath(p)+" ["+s.id()+"]")
 			}
 		}
-		if s.f.call.kind == kindInstall && !s.failed {
+		if s.f.call.kind == kindInstall && !s.failed && !installedNothing(s) {
 			// An installed package fixes a missing program or module.
 			installed = appendNew(installed, clip(s.f.call.label, 60)+" ["+s.id()+"]")
 		}
