@@ -297,6 +297,41 @@ func TestHandOffRules(t *testing.T) {
 		}
 		mustContain(t, d.Text, "OBUT9V [m0004]: IAH-DEN")
 	})
+	t.Run("files written after a cd are named with their directory", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Set up a reproduction.", "mkdir -p repro && cd repro && cat <<'EOF' > conf.py\nproject = 'x'\nEOF\nrm -rf _build && sphinx-build . _build/html", rc(0, "build succeeded"))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "conf.py (in repro/)")
+		mustNotContain(t, d.Text, "_build deleted", "_build: deleted")
+	})
+	t.Run("lines printed through a pipe are the lines read", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "nl -ba django/core/serializers/base.py | sed -n '320,360p'", rc(0, "   320\tdef build_instance(Model, data, db):\n   321\t    pass"))
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "base.py: read lines 320-360")
+		mustNotContain(t, d.Text, "read whole")
+	})
+	t.Run("a command that could not start is resolved by the next run that works", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "/usr/bin/python3 -m pytest tests/test_a.py", rc(1, "/usr/bin/python3: No module named pytest")).
+			bash("", "pip install pytest", rc(0, "Requirement already satisfied: pytest in /opt/env (8.3.3)\nWARNING: Running pip as the 'root' user can result in broken permissions")).
+			bash("", "pytest tests/test_b.py", rc(4, "ERROR: file or directory not found: tests/test_b.py")).
+			bash("", "pytest tests/test_c.py", rc(0, "===== 45 passed in 1.2s ====="))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "No module named pytest [m0003]: resolved [m0009]", "tests/test_b.py [m0007]: resolved [m0009]",
+			"pip install pytest → Requirement already satisfied")
+		mustNotContain(t, d.Text, "still failing", "after pip install")
+	})
+	t.Run("a fix the agent says misfired leaves the error open", func(t *testing.T) {
+		var b spanBuilder
+		b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/match.c", "old_str": "case X:", "new_str": "case X: y();"}`,
+			"ERROR:\nNo replacement was performed, old_str `case X:` did not appear verbatim in /w/match.c.").
+			step("", "str_replace_editor", `{"command": "insert", "path": "/w/match.c", "insert_line": 317, "new_str": "y();"}`,
+				"The file /w/match.c has been edited.").
+			say("The inserted line is not correctly placed: it is unreachable after the return.")
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "did not appear verbatim in /w/match.c. [m0003]: unresolved")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

@@ -59,7 +59,11 @@ type fileOp struct {
 	// outline is what a larger written body defines (outline), read once
 	// with the call.
 	outline string
-	noop    bool // a change that changes nothing (s/x/x/)
+	// dir is the directory a "cd" of the line went to before it, for a
+	// relative path: the briefing names it beside the path as written
+	// (identifiers stay verbatim).
+	dir  string
+	noop bool // a change that changes nothing (s/x/x/)
 }
 
 // call is one tool call, classified.
@@ -382,7 +386,9 @@ func classifyShell(line string) call {
 		}
 		k, ops := classifyCommand(&cmds[i], i > 0 && cmds[i-1].piped)
 		for j := range ops {
-			ops[j].path = underDir(dir, ops[j].path)
+			if underDir(dir, ops[j].path) != ops[j].path {
+				ops[j].dir = dir
+			}
 			if ops[j].op == kindDelete {
 				deletes[len(c.ops)+j] = i
 			}
@@ -419,9 +425,11 @@ func classifyShell(line string) call {
 		if !ok {
 			continue
 		}
-		p := c.ops[at].path
+		p := underDir(c.ops[at].dir, c.ops[at].path)
 		for _, later := range cmds[i+1:] {
-			if slices.ContainsFunc(later.words, func(w string) bool { return underDir(dir, w) == p || strings.HasPrefix(w, p+"/") || strings.HasPrefix(underDir(dir, w), p+"/") }) {
+			if slices.ContainsFunc(later.words, func(w string) bool {
+				return underDir(dir, w) == p || strings.HasPrefix(w, p+"/") || strings.HasPrefix(underDir(dir, w), p+"/")
+			}) {
 				c.ops = slices.Delete(c.ops, at, at+1)
 				break
 			}
@@ -475,7 +483,8 @@ func cdTarget(dir string, operands []string) string {
 	return dir + "/" + t
 }
 
-// underDir is a path as seen from where the line started.
+// underDir is a path as seen from where the line started (to compare
+// paths; the briefing writes them as the line did).
 func underDir(dir, p string) string {
 	if dir == "" || p == "" || strings.HasPrefix(p, "/") || strings.HasPrefix(p, "~") || strings.HasPrefix(p, "$") || strings.HasPrefix(p, "-") {
 		return p

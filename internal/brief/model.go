@@ -69,8 +69,18 @@ type fileState struct {
 	lastRun *step
 	content string // its whole content when small and known (a write, an editor echo)
 	outline string // what a larger written file defines (outline)
+	dir     string // the directory a relative path was written from (a cd before it)
 	missing bool   // a tool said it does not exist
 	n       int    // the last step that touched it
+}
+
+// name is the file as the briefing writes it: its path, and where a
+// relative one lives when a cd put it there ("conf.py (in reproduce_issue/)").
+func (f *fileState) name() string {
+	if f.dir != "" && !strings.Contains(f.path, "/") {
+		return f.path + " (in " + f.dir + "/)"
+	}
+	return f.path
 }
 
 type change struct {
@@ -668,6 +678,9 @@ func (m *model) fileOp(s *step, op fileOp) {
 	f := m.file(op.path, true)
 	if f == nil {
 		return
+	}
+	if op.dir != "" && f.dir == "" && !strings.Contains(f.path, "/") {
+		f.dir = op.dir
 	}
 	f.n = s.n
 	s.files = appendNew(s.files, f.path)

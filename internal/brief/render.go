@@ -239,7 +239,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 				}
 			}
 			it := &item{sec: secFiles, key: f.path, prio: 4 + recency(f.n), order: order, ids: headLines(f.views, 1), steps: missed}
-			it.setAll("- " + f.path + ": does not exist (a tool said so)")
+			it.setAll("- " + f.name() + ": does not exist (a tool said so)")
 			l.items = append(l.items, it)
 			continue
 		}
@@ -264,18 +264,18 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			if shown != "" {
 				read += "; " + shown
 			}
-			it.texts[levelFull] = "- " + f.path + ": read " + read
+			it.texts[levelFull] = "- " + f.name() + ": read " + read
 			if len(notable) > 0 {
 				it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")
 			}
 			it.texts[levelFull] = clip(it.texts[levelFull], 700)
-			it.texts[levelShort] = "- " + f.path + ": read " + clip(read, 80)
+			it.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
 			if len(notable) > 0 {
 				it.texts[levelShort] += "; notable: " + clip(notable[len(notable)-1], 110)
 			}
-			it.texts[levelMin] = "- " + f.path + ": read [" + views[len(views)-1].id() + "]"
+			it.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
 			if shown != "" {
-				it.texts[levelShort] = "- " + f.path + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
+				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
 				it.texts[levelMin] += ": " + clip(shown, 70)
 			}
 			l.items = append(l.items, it)
@@ -285,7 +285,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
 		for lv := range levels {
-			it.texts[lv] = "- " + f.path + ": " + fileText(f, lv)
+			it.texts[lv] = "- " + f.name() + ": " + fileText(f, lv)
 		}
 		if notable := fileNotable(views, 2); len(notable) > 0 {
 			it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")

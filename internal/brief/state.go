@@ -20,11 +20,11 @@ func (m *model) stateText() string {
 		}
 		switch {
 		case f.deleted != "":
-			changed = append(changed, f.path+" deleted")
+			changed = append(changed, f.name()+" deleted")
 		case f.created != "":
-			scratch = append(scratch, f.path)
+			scratch = append(scratch, f.name())
 		default:
-			changed = append(changed, f.path)
+			changed = append(changed, f.name())
 		}
 	}
 	var recs []string
