@@ -332,6 +332,16 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 800)
 		mustContain(t, d.Text, "did not appear verbatim in /w/match.c. [m0003]: unresolved")
 	})
+	t.Run("a script that rewrites a file changes it when it runs", func(t *testing.T) {
+		var b spanBuilder
+		script := "with open('sympy/printing/str.py', 'r') as f:\n    lines = f.readlines()\nwith open('sympy/printing/str.py', 'w') as f:\n    f.writelines(lines)\n"
+		b.bash("", "cat <<'EOF' > update_str.py\n"+script+"EOF", rc(0, "")).
+			bash("", "python update_str.py", rc(0, "")).
+			bash("Next, I need to modify `_print_MatAdd` to handle signs.", "grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py", rc(0, "42:    def _print_Mul(self, expr):"))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "changed: sympy/printing/str.py", "sympy/printing/str.py: rewritten by running update_str.py [m0005]",
+			"its message's call: grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

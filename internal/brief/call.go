@@ -59,6 +59,8 @@ type fileOp struct {
 	// outline is what a larger written body defines (outline), read once
 	// with the call.
 	outline string
+	// writes are the files a Python script written here opens for writing.
+	writes []string
 	// dir is the directory a "cd" of the line went to before it, for a
 	// relative path: the briefing names it beside the path as written
 	// (identifiers stay verbatim).
@@ -99,8 +101,16 @@ func classifyCall(name, rawArgs string) call {
 		c.params = shortParams(args)
 	}
 	for i := range c.ops {
-		if op := &c.ops[i]; op.op == kindWrite && strings.Count(op.body, "\n") > smallFileLines {
+		op := &c.ops[i]
+		if op.op != kindWrite {
+			continue
+		}
+		if strings.Count(op.body, "\n") > smallFileLines {
 			op.outline = outline(strings.Split(op.body, "\n"))
+		}
+		if strings.HasSuffix(op.path, ".py") {
+			// A script that rewrites other files changes them when it runs.
+			op.writes = slices.DeleteFunc(pythonWrites(op.body), func(p string) bool { return p == op.path })
 		}
 	}
 	return c

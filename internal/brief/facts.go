@@ -3,6 +3,7 @@ package brief
 import (
 	"hash/maphash"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -469,6 +470,14 @@ func outputText(s *step, level int) string {
 		return clip(strings.Join(o.short, " | "), []int{400, 300, 120}[level])
 	}
 	first := firstMeaningful(o.lines)
+	if strings.HasSuffix(first, ":") {
+		// A label ("Str printer:") says nothing without the line it heads.
+		if i := slices.IndexFunc(o.lines, func(l string) bool { return strings.TrimSpace(l) == first }); i >= 0 {
+			if next := firstMeaningful(o.lines[i+1:]); next != "" {
+				first += " " + next
+			}
+		}
+	}
 	if level == levelMin {
 		return clip(first, 80)
 	}
@@ -483,7 +492,9 @@ func outputText(s *step, level int) string {
 			parts = append(parts, clip(last, 140))
 		}
 	}
-	t := strings.Join(parts, " | ")
+	// Lines picked from a long output are not neighbours: "…" says a
+	// part lies between them, so none reads as the previous one's value.
+	t := strings.Join(parts, " … ")
 	if o.totalLines > 5 {
 		t += " (" + strconv.Itoa(o.totalLines) + " lines)"
 	}

@@ -67,11 +67,12 @@ type fileState struct {
 	viewed  []string // what the views covered ("lines 910-930")
 	runs    []string // messages that ran it
 	lastRun *step
-	content string // its whole content when small and known (a write, an editor echo)
-	outline string // what a larger written file defines (outline)
-	dir     string // the directory a relative path was written from (a cd before it)
-	missing bool   // a tool said it does not exist
-	n       int    // the last step that touched it
+	content string   // its whole content when small and known (a write, an editor echo)
+	outline string   // what a larger written file defines (outline)
+	dir     string   // the directory a relative path was written from (a cd before it)
+	writes  []string // files this script rewrites when it runs
+	missing bool     // a tool said it does not exist
+	n       int      // the last step that touched it
 }
 
 // name is the file as the briefing writes it: its path, and where a
@@ -698,6 +699,11 @@ func (m *model) fileOp(s *step, op fileOp) {
 	case kindRun:
 		f.runs = append(f.runs, s.id())
 		f.lastRun = s
+		if !s.failed {
+			for _, w := range f.writes {
+				m.fileOp(s, fileOp{path: w, op: kindEdit, what: "rewritten by running " + f.path})
+			}
+		}
 	case kindSearch:
 	case kindWrite:
 		if s.failed {
@@ -710,7 +716,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.changes = []change{{id: s.id(), what: "rewritten whole" + strings.TrimPrefix(op.what, "written")}}
 		}
 		f.deleted = ""
-		f.content, f.outline = "", ""
+		f.content, f.outline, f.writes = "", "", op.writes
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
 			f.content = strings.TrimRight(op.body, "\n")
 		} else {

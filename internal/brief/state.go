@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,7 +174,18 @@ func (m *model) nextText() string {
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
 		if !in.done && in.n >= len(m.steps)-2 {
-			return "stated at [" + in.id + "], not yet done: \"" + clip(in.text, 220) + "\""
+			t := "stated at [" + in.id + "], not yet done: \"" + clip(in.text, 220) + "\""
+			if !namesFile(in.text) {
+				// The sentence names no file: its message's own call says
+				// where the agent was working.
+				for _, st := range m.steps {
+					if st.id() == in.id && strings.Contains(st.f.call.label, "/") {
+						t += " (its message's call: " + clip(st.f.call.label, 100) + ")"
+						break
+					}
+				}
+			}
+			return t
 		}
 	}
 	if n := len(m.steps); n > 0 {
@@ -229,4 +241,18 @@ func countKinds(steps []*step) string {
 		parts = append(parts, strconv.Itoa(counts[k])+" "+k.String())
 	}
 	return strings.Join(parts, ", ")
+}
+
+var fileNameRe = regexp.MustCompile(`^[\w.-]+\.[A-Za-z]{1,5}$`)
+
+// namesFile reports whether a sentence names a path or a file.
+func namesFile(t string) bool {
+	for _, w := range strings.Fields(t) {
+		w = strings.Trim(w, "`'\"()[]{},;:!?")
+		w = strings.TrimSuffix(w, ".")
+		if strings.Contains(w, "/") || fileNameRe.MatchString(w) {
+			return true
+		}
+	}
+	return false
 }
