@@ -158,6 +158,16 @@ type model struct {
 	// task: only then is an assistant message without a call addressed
 	// to a user (elsewhere the harness answers it).
 	dialogue bool
+
+	// What reading the next message needs (see read).
+	keepWarnings bool           // the task is about a warning (taskMentionsWarnings)
+	results      map[string]int // each call id's result, by index in the span
+	lastStep     *step          // the step an assistant text reacts to
+	// sealed is set while a Warm's model is read for a briefing: the file
+	// lookups made then are undone after it (see seal).
+	sealed bool
+	undo   []fileUndo
+	keys   int // len(fileKeys) when sealed
 }
 
 type idList struct {
@@ -175,91 +185,117 @@ type identUse struct {
 
 // build reads the span into a model.
 func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *model {
+	m := newModel(head, span)
+	for i := range span {
+		m.read(span, i, prev, cache)
+	}
+	m.markIntentions()
+	return m
+}
+
+// newModel starts the model of a span: what the reading of its messages
+// depends on beside the messages read so far (the pinned head; whether the
+// span holds a dialogue; where each call's result is).
+func newModel(head, span []briefd.Message) *model {
 	m := &model{head: head, files: map[string]*fileState{}, records: map[string]*recordState{},
-		ids: map[string]*identUse{}, argValues: map[string]int{}}
-	keepWarnings := taskMentionsWarnings(head)
+		ids: map[string]*identUse{}, argValues: map[string]int{}, results: map[string]int{}}
+	m.keepWarnings = taskMentionsWarnings(head)
 	for i := range head {
 		if head[i].Role == briefd.RoleSystem {
 			m.policy += strings.ToLower(head[i].Content.String()) + "\n"
 		}
 	}
+	m.dialogue = hasDialogue(span)
+	m.findResults(span, 0)
+	return m
+}
+
+// hasDialogue reports a real user message in span (see model.dialogue).
+func hasDialogue(span []briefd.Message) bool {
 	for i := range span {
 		if span[i].Role == briefd.RoleUser && !span[i].IsBriefing() {
 			if t := strings.TrimSpace(span[i].Content.String()); t != "" && !isHarness(t) && !isToolError(t) {
-				m.dialogue = true
+				return true
 			}
 		}
 	}
-	results := map[string]*briefd.Message{}
-	for i := range span {
+	return false
+}
+
+// findResults files the results among span[from:] by their call's id (the
+// last one when ids repeat).
+func (m *model) findResults(span []briefd.Message, from int) {
+	for i := from; i < len(span); i++ {
 		if span[i].Role == briefd.RoleTool && span[i].ToolCallID != "" {
-			results[span[i].ToolCallID] = &span[i]
+			m.results[span[i].ToolCallID] = i
 		}
 	}
-	var lastStep *step
-	for i := range span {
-		msg := &span[i]
-		if m.first == "" {
-			m.first = msg.ID
+}
+
+// read reads span[i], the message after those read so far.
+func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache *Cache) {
+	msg := &span[i]
+	if m.first == "" {
+		m.first = msg.ID
+	}
+	m.last = msg.ID
+	switch {
+	case msg.IsBriefing():
+		m.prior = foldPrior(msg, prev)
+		if m.prior.first != "" && m.first == msg.ID {
+			m.first = m.prior.first
 		}
-		m.last = msg.ID
-		switch {
-		case msg.IsBriefing():
-			m.prior = foldPrior(msg, prev)
-			if m.prior.first != "" && m.first == msg.ID {
-				m.first = m.prior.first
-			}
-			m.foldHarness()
-			continue
-		case msg.Role == briefd.RoleTool:
-			m.messages++
-			continue // read with its call
-		}
+		m.foldHarness()
+		return
+	case msg.Role == briefd.RoleTool:
 		m.messages++
-		text := msg.Content.String()
-		switch msg.Role {
-		case briefd.RoleUser:
-			m.readUser(msg, text, cache)
-			lastStep = nil
-		case briefd.RoleAssistant:
-			thought := stripThought(text)
-			tf := cache.text(thought)
-			if lastStep != nil && thought != "" {
-				lastStep.react = thought
-				lastStep.reactWords = tf.words
-				lastStep.reactRefs = tf.lineRefs
-			}
-			m.countIdents(tf.idents, true)
-			m.readAssistant(msg, thought, tf)
-			first := true
-			for k := range msg.ToolCalls {
-				tc := &msg.ToolCalls[k]
-				res := results[tc.ID]
-				s := &step{n: len(m.steps), ids: []string{msg.ID}, f: cache.step(tc, res, keepWarnings)}
-				if res != nil {
-					s.ids = append(s.ids, res.ID)
-				}
-				if first {
-					s.said = thought
-					first = false
-				}
-				m.countIdents(s.f.argIDs, true)
-				m.countIdents(s.f.outIDs, false)
-				for _, v := range s.f.call.args {
-					m.argValues[v] = s.n
-				}
-				m.addStep(s)
-				lastStep = s
-			}
-			if len(msg.ToolCalls) == 0 {
-				lastStep = nil
-			}
-		default:
-			lastStep = nil
-		}
+		return // read with its call
 	}
-	m.markIntentions()
-	return m
+	m.messages++
+	text := msg.Content.String()
+	switch msg.Role {
+	case briefd.RoleUser:
+		m.readUser(msg, text, cache)
+		m.lastStep = nil
+	case briefd.RoleAssistant:
+		thought := stripThought(text)
+		tf := cache.text(thought)
+		if lastStep := m.lastStep; lastStep != nil && thought != "" {
+			lastStep.react = thought
+			lastStep.reactWords = tf.words
+			lastStep.reactRefs = tf.lineRefs
+		}
+		m.countIdents(tf.idents, true)
+		m.readAssistant(msg, thought, tf)
+		first := true
+		for k := range msg.ToolCalls {
+			tc := &msg.ToolCalls[k]
+			var res *briefd.Message
+			if j, ok := m.results[tc.ID]; ok {
+				res = &span[j]
+			}
+			s := &step{n: len(m.steps), ids: []string{msg.ID}, f: cache.step(tc, res, m.keepWarnings)}
+			if res != nil {
+				s.ids = append(s.ids, res.ID)
+			}
+			if first {
+				s.said = thought
+				first = false
+			}
+			m.countIdents(s.f.argIDs, true)
+			m.countIdents(s.f.outIDs, false)
+			for _, v := range s.f.call.args {
+				m.argValues[v] = s.n
+			}
+			m.addStep(s)
+			m.lastStep = s
+		}
+		if len(msg.ToolCalls) == 0 {
+			m.lastStep = nil
+		}
+	default:
+		m.lastStep = nil
+	}
 }
 
 // harnessMark labels a quoted harness reminder in the user section.
@@ -575,6 +611,7 @@ func (m *model) file(p string, create bool) *fileState {
 	for _, k := range m.fileKeys {
 		if strings.HasSuffix(k, "/"+p) || strings.HasSuffix(p, "/"+k) {
 			f := m.files[k]
+			m.journal(p, f)
 			if len(p) > len(f.path) {
 				f.path = p
 			}
@@ -585,6 +622,7 @@ func (m *model) file(p string, create bool) *fileState {
 	if !create {
 		return nil
 	}
+	m.journal(p, nil)
 	f := &fileState{path: p}
 	m.files[p] = f
 	m.fileKeys = append(m.fileKeys, p)
@@ -865,12 +903,12 @@ func shortPath(p string) string { return p }
 // markIntentions marks stated intentions that a call (of their message or
 // later) carried out: one that runs the program the intention names, or
 // shares two of its distinctive words, or its only one.
-func (m *model) markIntentions() {
-	labels := make([]string, len(m.steps))
-	for i, s := range m.steps {
-		labels[i] = strings.ToLower(s.f.call.label + " " + s.f.call.target)
-	}
-	for i := range m.intents {
+func (m *model) markIntentions() { m.markIntentionsFrom(0) }
+
+// markIntentionsFrom marks the intentions from the i-th on.
+func (m *model) markIntentionsFrom(i int) {
+	labels := make([]string, len(m.steps)) // lower-cased once, as needed
+	for ; i < len(m.intents); i++ {
 		in := &m.intents[i]
 		if in.done {
 			continue
@@ -882,6 +920,9 @@ func (m *model) markIntentions() {
 		from := min(in.n, len(m.steps))
 		to := min(from+intentWindow, len(m.steps))
 		for j := from; j < to; j++ {
+			if labels[j] == "" {
+				labels[j] = strings.ToLower(m.steps[j].f.call.label + " " + m.steps[j].f.call.target)
+			}
 			label := labels[j]
 			score := 0
 			for _, w := range words {
