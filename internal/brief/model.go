@@ -32,6 +32,8 @@ type step struct {
 	files   []string
 	idents  []string // identifiers of the call and result, to rank the index
 	records []string // ids of records it read or changed
+	// lineIdents memoizes stepIdents.
+	lineIdents []string
 }
 
 func (s *step) id() string { return s.ids[0] }
@@ -168,6 +170,11 @@ type model struct {
 	sealed bool
 	undo   []fileUndo
 	keys   int // len(fileKeys) when sealed
+	// onFile indexes the steps of steps[:onFileN] that touched one file
+	// (see stepsOn); weights memoizes noteWeight.
+	onFile  map[*fileState][]*step
+	onFileN int
+	weights map[string]float64
 }
 
 type idList struct {

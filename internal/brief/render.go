@@ -281,7 +281,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 // write, a revert, a delete) and succeeded.
 func changeSteps(m *model, f *fileState) []*step {
 	var out []*step
-	for _, s := range m.steps {
+	for _, s := range m.stepsOn(f) {
 		if !s.f.call.kind.changes() || s.f.call.kind == kindMutate || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -295,7 +295,7 @@ func changeSteps(m *model, f *fileState) []*step {
 // viewSteps are the steps that only read a file.
 func viewSteps(m *model, f *fileState) []*step {
 	var out []*step
-	for _, s := range m.steps {
+	for _, s := range m.stepsOn(f) {
 		if s.f.call.kind != kindView || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -758,7 +758,10 @@ func outcomeKey(s *step) string {
 
 // stepIdents are the identifiers a step's line carries at full detail.
 func stepIdents(s *step) []string {
-	return ident.Identifiers(s.f.call.label + " " + s.f.out.errLine + " " + s.f.out.tests)
+	if s.lineIdents == nil {
+		s.lineIdents = ident.Identifiers(s.f.call.label + " " + s.f.out.errLine + " " + s.f.out.tests)
+	}
+	return s.lineIdents
 }
 
 // buildErrors: each error with its message, where it was raised, and what
@@ -809,7 +812,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	for k, nt := range m.notes {
-		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + noteWeight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + m.weight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
 		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
 		l.items = append(l.items, it)

@@ -218,3 +218,35 @@ func (m *model) unseal() {
 	m.fileKeys = m.fileKeys[:m.keys]
 	m.sealed, m.undo = false, nil
 }
+
+// stepsOn returns the steps that touched f alone, in order. The index
+// grows with the steps: a step's one path names the same file state for
+// good (the path it recorded is a key of files, which never changes).
+func (m *model) stepsOn(f *fileState) []*step {
+	if m.onFile == nil {
+		m.onFile = map[*fileState][]*step{}
+	}
+	for ; m.onFileN < len(m.steps); m.onFileN++ {
+		s := m.steps[m.onFileN]
+		if len(s.files) != 1 {
+			continue
+		}
+		if g := m.file(s.files[0], false); g != nil {
+			m.onFile[g] = append(m.onFile[g], s)
+		}
+	}
+	return m.onFile[f]
+}
+
+// weight is noteWeight(t), computed once per text.
+func (m *model) weight(t string) float64 {
+	w, ok := m.weights[t]
+	if !ok {
+		if m.weights == nil {
+			m.weights = map[string]float64{}
+		}
+		w = noteWeight(t)
+		m.weights[t] = w
+	}
+	return w
+}
