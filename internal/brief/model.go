@@ -175,6 +175,10 @@ type model struct {
 	onFile  map[*fileState][]*step
 	onFileN int
 	weights map[string]float64
+	// lines memoizes the texts of step groups (see groupTexts); linesRecs
+	// is len(records) when they were written.
+	lines     map[lineKey][levels]string
+	linesRecs int
 }
 
 type idList struct {

@@ -133,6 +133,8 @@ type layout struct {
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
+	// byPrio is the optional items by priority, sorted once.
+	byPrio []*item
 }
 
 // build turns the model into items.
@@ -740,9 +742,7 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			p -= 3 // the record's line says it
 		}
 		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
-		for lv := range levels {
-			it.texts[lv] = "- " + g.text(m, lv)
-		}
+		it.texts = m.groupTexts(g)
 		for _, x := range g.steps {
 			it.idents = append(it.idents, stepIdents(x)...)
 		}
@@ -997,7 +997,11 @@ func (l *layout) choose(scale float64) string {
 			opt = append(opt, it)
 		}
 	}
-	sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+	if len(l.byPrio) != len(opt) {
+		sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+		l.byPrio = opt // the same order at every scale
+	}
+	opt = l.byPrio
 	reserve := math.Min(l.indexShare*float64(l.budget), l.indexNeed*scale)
 	// Pass 1: every item at its least detail, by priority.
 	for _, it := range opt {

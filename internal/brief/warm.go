@@ -250,3 +250,40 @@ func (m *model) weight(t string) float64 {
 	}
 	return w
 }
+
+// lineKey names a group of steps and what its line reads besides them.
+type lineKey struct {
+	first, last int    // the group's first and last steps
+	mid         string // the steps between, when there are any
+	react       bool   // its last step's reaction is known (salient, reading)
+}
+
+// groupTexts returns the group's line at every level ("- " + group.text),
+// written once per group. A step's line reads its steps (their facts, ids
+// and outcome, fixed when read, and the last one's reaction, which the
+// next assistant message sets once), earlier steps (an earlier response
+// of the same URL), the head's policy (fixed for a Warm) and which records
+// are in play: the texts are written again when the records grow. A rule
+// that makes a step's line read more of the model must be added to the
+// key (TestWarmWriteIdentity finds what it misses).
+func (m *model) groupTexts(g *group) [levels]string {
+	if m.lines == nil || m.linesRecs != len(m.records) {
+		m.lines, m.linesRecs = map[lineKey][levels]string{}, len(m.records)
+	}
+	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != ""}
+	if len(g.steps) > 2 {
+		b := make([]byte, 0, 4*len(g.steps))
+		for _, s := range g.steps[1 : len(g.steps)-1] {
+			b = binary.AppendUvarint(b, uint64(s.n))
+		}
+		k.mid = string(b)
+	}
+	texts, ok := m.lines[k]
+	if !ok {
+		for lv := range levels {
+			texts[lv] = "- " + g.text(m, lv)
+		}
+		m.lines[k] = texts
+	}
+	return texts
+}
