@@ -24,6 +24,7 @@ func TestComposeFile(t *testing.T) {
 			Command     []string          `yaml:"command"`
 			Environment map[string]string `yaml:"environment"`
 			Ports       []string          `yaml:"ports"`
+			Volumes     []string          `yaml:"volumes"`
 			Container   string            `yaml:"container_name"`
 			Healthcheck *struct {
 				Test []string `yaml:"test"`
@@ -89,6 +90,8 @@ func TestComposeFile(t *testing.T) {
 	if redis := strings.Join(doc.Services["redis"].Command, " "); !strings.Contains(redis, "--appendfsync always") {
 		t.Errorf("redis should fsync its append-only file on every write: %s", redis)
 	}
+	checkRedisACL(t, doc.Services["redis"].Command, doc.Services["redis"].Volumes, doc.Services["redis"].Environment,
+		map[string]map[string]string{"worker": w.Environment, "publisher": doc.Services["publisher"].Environment})
 	// Secrets come from the environment or a .env file, never the file itself.
 	ref := regexp.MustCompile(`^\$\{[A-Z0-9_]+(:-|:\?[^}]*)?\}$`)
 	for name, svc := range doc.Services {
@@ -100,5 +103,67 @@ func TestComposeFile(t *testing.T) {
 				t.Errorf("%s: %s has credentials in a URL", name, k)
 			}
 		}
+	}
+}
+
+// checkRedisACL checks that the redis service loads deploy/redis/users.acl
+// as rendered by deploy/redis/acl.sh, with every password it names in the
+// service's environment, and that each client service logs in as a user
+// of the file with that user's password: the workers' user owns the
+// briefd keys, a tenant's user reads only its own.
+func checkRedisACL(t *testing.T, command, volumes []string, env map[string]string, clients map[string]map[string]string) {
+	t.Helper()
+	mounts := map[string]string{} // container folder -> host folder
+	for _, v := range volumes {
+		if parts := strings.Split(v, ":"); len(parts) >= 2 && strings.HasPrefix(parts[0], "./") {
+			mounts[parts[1]] = strings.TrimPrefix(parts[0], "./")
+		}
+	}
+	cmd := strings.Join(command, " ")
+	m := regexp.MustCompile(`sh (\S+/acl\.sh) (\S+/users\.acl) (\S+) .*redis-server --aclfile (\S+) `).FindStringSubmatch(cmd)
+	if m == nil || m[3] != m[4] {
+		t.Fatalf("redis does not start with the users of acl.sh's rendering of users.acl: %s", cmd)
+	}
+	for _, f := range m[1:3] {
+		dir, name := f[:strings.LastIndex(f, "/")], f[strings.LastIndex(f, "/")+1:]
+		if mounts[dir] != "deploy/redis" || name == "" {
+			t.Fatalf("redis: %s is not in the mounted deploy/redis (mounts %v)", f, mounts)
+		}
+	}
+	acl, err := os.ReadFile("deploy/redis/users.acl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]string{}     // user -> its rules
+	passwords := map[string]string{} // user -> the variable of its password
+	for _, line := range strings.Split(string(acl), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "user" {
+			continue
+		}
+		users[f[1]] = strings.Join(f[2:], " ")
+		if pw := regexp.MustCompile(`>\$\{([A-Z0-9_]+)\}`).FindStringSubmatch(line); pw != nil {
+			passwords[f[1]] = pw[1]
+			if !regexp.MustCompile(`^\$\{` + pw[1] + `:\?`).MatchString(env[pw[1]]) {
+				t.Errorf("redis: users.acl needs %s, the service's environment sets it to %q", pw[1], env[pw[1]])
+			}
+		}
+	}
+	if users["default"] != "on nopass resetchannels -@all +ping" {
+		t.Errorf("users.acl: a client without a user may do more than PING: %q", users["default"])
+	}
+	for name, cenv := range clients {
+		user := cenv["BRIEFD_REDIS_USER"]
+		if passwords[user] == "" || cenv["BRIEFD_REDIS_PASSWORD"] != "${"+passwords[user]+":?set it in .env}" {
+			t.Errorf("%s logs in to Redis as %q with %q; users.acl has %v", name, user, cenv["BRIEFD_REDIS_PASSWORD"], passwords)
+		}
+	}
+	if r := users["worker"]; !strings.Contains(r, " ~briefd:* &briefd:* ") || !strings.Contains(r, "-@dangerous") {
+		t.Errorf("users.acl: the workers' user should own the briefd keys and channels, nothing dangerous: %q", r)
+	}
+	tenant := clients["publisher"]["BRIEFD_TENANT"]
+	want := "resetchannels %R~briefd:{" + tenant + ":* &briefd:{" + tenant + ":* -@all "
+	if r := users[clients["publisher"]["BRIEFD_REDIS_USER"]]; !strings.Contains(r, want) || strings.Contains(r, "+@") {
+		t.Errorf("users.acl: tenant %s's user should read only its keys and channels (%q), with no command category: %q", tenant, want, r)
 	}
 }

@@ -21,7 +21,7 @@ func IsBriefingID(id string) bool { return strings.HasPrefix(id, BriefingIDPrefi
 // tool exactly as [ExpandToolName] does.
 func ExpandFooter(first, last string) string {
 	if first == last {
-		return "Compacted message " + first + " can be read verbatim with the " + ExpandToolName + " tool (from_id)."
+		return "Compacted message " + first + " verbatim: the " + ExpandToolName + " tool (from_id)."
 	}
-	return "Compacted messages " + first + " to " + last + " can be read verbatim with the " + ExpandToolName + " tool (from_id, to_id, or a query)."
+	return "Compacted messages " + first + " to " + last + " verbatim: the " + ExpandToolName + " tool (from_id, to_id, or a query)."
 }

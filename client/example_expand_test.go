@@ -28,7 +28,7 @@ type scriptedModel struct {
 // footer finds the compacted range in a briefing: its last line (see
 // briefd.ExpandFooter), or else the first and last message ids it cites.
 var (
-	footerRange = regexp.MustCompile(`Compacted messages? (\S+?)(?: to (\S+?))? can be read verbatim`)
+	footerRange = regexp.MustCompile(`Compacted messages? (\S+?)(?: to (\S+?))? verbatim:`)
 	citedID     = regexp.MustCompile(`\[([A-Za-z_-]*[0-9][A-Za-z0-9_.:-]*)\]`)
 )
 

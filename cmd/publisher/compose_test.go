@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
 	"github.com/briefd/briefd/internal/cache"
@@ -19,13 +20,16 @@ import (
 )
 
 // The quick start of docker-compose.yml, run without Docker: a NATS server
-// with deploy/nats.conf (tenant users), Redis, a worker as the worker
-// user, and the publisher with the compose file's own environment and the
-// command its header gives. It must print a briefing, so the compose
-// quick start yields one (or says why not).
+// with deploy/nats.conf (tenant users), Redis with deploy/redis/users.acl
+// (tenant users), a worker as the worker user of both with the compose
+// file's Redis user, and the publisher with the compose file's own
+// environment and the command its header gives. It must print a briefing,
+// so the compose quick start yields one (or says why not).
 func TestComposeQuickStart(t *testing.T) {
 	t.Setenv("BRIEFD_NATS_WORKER_PASSWORD", "w-secret")
 	t.Setenv("BRIEFD_NATS_ACME_PASSWORD", "a-secret")
+	t.Setenv("BRIEFD_REDIS_WORKER_PASSWORD", "w0secret")
+	t.Setenv("BRIEFD_REDIS_ACME_PASSWORD", "a0secret")
 	opts, err := server.ProcessConfigFile("../../deploy/nats.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -41,26 +45,7 @@ func TestComposeQuickStart(t *testing.T) {
 	if !srv.ReadyForConnections(10 * time.Second) {
 		t.Fatal("server not ready")
 	}
-	rs := redistest.Start(t)
-
-	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("worker", "w-secret"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	w, err := worker.New(js, cache.NewRedisStore(rs.Client(t), cache.RedisConfig{}), worker.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		w.Stop(ctx)
-	})
+	rs := redistest.StartWithACL(t, "../../deploy/redis/acl.sh", "../../deploy/redis/users.acl")
 
 	data, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
@@ -74,11 +59,42 @@ func TestComposeQuickStart(t *testing.T) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
+	// env returns a service's environment with ${VAR} references resolved.
 	ref := regexp.MustCompile(`^\$\{([A-Z0-9_]+)(:-|:\?)?[^}]*\}$`)
-	for k, v := range doc.Services["publisher"].Environment {
-		if m := ref.FindStringSubmatch(v); m != nil {
-			v = os.Getenv(m[1])
+	env := func(service string) map[string]string {
+		out := map[string]string{}
+		for k, v := range doc.Services[service].Environment {
+			if m := ref.FindStringSubmatch(v); m != nil {
+				v = os.Getenv(m[1])
+			}
+			out[k] = v
 		}
+		return out
+	}
+
+	nc, err := nats.Connect(srv.ClientURL(), nats.UserInfo("worker", "w-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	wenv := env("worker")
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr(), Username: wenv["BRIEFD_REDIS_USER"], Password: wenv["BRIEFD_REDIS_PASSWORD"]})
+	t.Cleanup(func() { rdb.Close() })
+	w, err := worker.New(js, cache.NewRedisStore(rdb, cache.RedisConfig{}), worker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.Stop(ctx)
+	})
+
+	for k, v := range env("publisher") {
 		switch k {
 		case "BRIEFD_NATS_URL":
 			v = srv.ClientURL()

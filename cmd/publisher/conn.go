@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -20,16 +21,18 @@ import (
 // connFlags are the connection flags shared by the commands that talk to a
 // running system.
 type connFlags struct {
-	natsURL      string
-	natsCreds    string
-	natsUser     string
-	natsPassword string
-	inboxPrefix  string
-	redisURL     string
-	redisCluster bool
-	tenant       string
-	prefix       string
-	verbose      bool
+	natsURL       string
+	natsCreds     string
+	natsUser      string
+	natsPassword  string
+	inboxPrefix   string
+	redisURL      string
+	redisUser     string
+	redisPassword string
+	redisCluster  bool
+	tenant        string
+	prefix        string
+	verbose       bool
 }
 
 func (f *connFlags) register(fs *flag.FlagSet) {
@@ -39,6 +42,8 @@ func (f *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsPassword, "nats-password", "", "NATS password; prefer the environment variable")
 	fs.StringVar(&f.inboxPrefix, "nats-inbox-prefix", "", "inbox prefix for replies, when the NATS user may only subscribe to its own (deploy/nats.conf: _INBOX_<tenant>)")
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL of the briefing store (redis://host:port/0); empty: the JetStream key-value bucket")
+	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (deploy/redis/users.acl: one per tenant); overrides the URL's")
+	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password; prefer the environment variable BRIEFD_REDIS_PASSWORD")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster: --redis-url names one or more of its nodes (redis://host1:6379?addr=host2:6379)")
 	fs.StringVar(&f.tenant, "tenant", client.DefaultTenant, "tenant id")
 	fs.StringVar(&f.prefix, "prefix", "", "subject and key prefix (default briefd)")
@@ -80,6 +85,7 @@ func (f *connFlags) open(ctx context.Context, e *env, extra ...client.Option) (*
 				nc.Close()
 				return nil, fmt.Errorf("redis url: %s", redact.Error(err, f.redisURL))
 			}
+			co.Username, co.Password = cmp.Or(f.redisUser, co.Username), cmp.Or(f.redisPassword, co.Password)
 			s.rdb, addr = redis.NewClusterClient(co), strings.Join(co.Addrs, ",")
 		} else {
 			ro, err := redis.ParseURL(f.redisURL)
@@ -87,6 +93,7 @@ func (f *connFlags) open(ctx context.Context, e *env, extra ...client.Option) (*
 				nc.Close()
 				return nil, fmt.Errorf("redis url: %s", redact.Error(err, f.redisURL))
 			}
+			ro.Username, ro.Password = cmp.Or(f.redisUser, ro.Username), cmp.Or(f.redisPassword, ro.Password)
 			s.rdb, addr = redis.NewClient(ro), ro.Addr
 		}
 		if err := s.rdb.Ping(ctx).Err(); err != nil {

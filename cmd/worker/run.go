@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,7 +40,7 @@ import (
 type serviceFlags struct {
 	natsURL, natsCreds, natsUser, natsPassword, natsToken string
 	natsCA, natsCert, natsKey                             string
-	redisURL, redisCA                                     string
+	redisURL, redisCA, redisUser, redisPassword           string
 	redisCluster                                          bool
 	store                                                 string
 	embedded                                              bool
@@ -64,6 +66,8 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.natsKey, "nats-tls-key", "", "client key for NATS mutual TLS")
 	fs.StringVar(&f.redisURL, "redis-url", "", "Redis URL (redis:// or rediss:// for TLS); empty stores briefings in a JetStream key-value bucket")
 	fs.StringVar(&f.redisCA, "redis-tls-ca", "", "CA bundle to verify Redis (with rediss://)")
+	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (deploy/redis/users.acl: worker); overrides the URL's")
+	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (prefer the environment variable); overrides the URL's")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster: --redis-url names one or more of its nodes (redis://host1:6379?addr=host2:6379)")
 	fs.StringVar(&f.store, "store", "auto", "briefing store: redis, kv, or auto (redis when --redis-url is set)")
 	fs.DurationVar(&f.briefingTTL, "briefing-ttl", 0, "how long a conversation's briefings are kept after its last one (default 30 days; negative: never expire)")
@@ -83,8 +87,8 @@ func (f *serviceFlags) bind(fs *flag.FlagSet) {
 	fs.IntVar(&q.TenantConcurrency, "tenant-concurrency", 0, "compactions one tenant may hold in this process while another tenant has work (default concurrency/2)")
 	fs.IntVar(&q.MaxRequeues, "max-requeues", 0, "redeliveries that are not attempts (shutdowns, deferrals) before a snapshot is dead-lettered anyway (default 50)")
 	fs.IntVar(&f.maxBoundaries, "max-boundaries", 0, "boundaries kept per conversation (Redis or key-value store); older ones are deleted (default 16)")
-	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
-	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "with --redis-wait-aof, also wait for this many replicas' append-only files")
+	fs.BoolVar(&f.redisWaitAOF, "redis-wait-aof", false, "wait (WAITAOF, Redis 7.2+ with appendonly yes, checked at start) until each briefing is fsynced to Redis's append-only file before acknowledging its snapshot")
+	fs.IntVar(&f.redisWaitReplicas, "redis-wait-replicas", 0, "wait until this many Redis replicas have each briefing before acknowledging its snapshot: in their append-only files with --redis-wait-aof (WAITAOF), else in memory (WAIT)")
 	fs.DurationVar(&q.MaxAge, "max-age", 0, "how long snapshots and bodies are kept for replay (default 7 days)")
 	fs.IntVar(&q.Concurrency, "concurrency", 0, "compactions in flight in this process (default 2 per CPU, at least 4; 256 with an LLM cascade)")
 	fs.DurationVar(&q.AckWait, "ack-wait", 0, "redelivery timeout of an unacknowledged snapshot (default 30s)")
@@ -143,6 +147,9 @@ func runService(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeStore()
+	if err := checkWaitAOF(ctx, logger, store); err != nil {
+		return err
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -330,6 +337,25 @@ func openStore(ctx context.Context, f *serviceFlags, js jetstream.JetStream, con
 	}
 }
 
+// checkWaitAOF refuses to start a worker that must wait for WAITAOF on a
+// server that cannot (Redis before 7.2, or no append-only file): every
+// briefing would fail. A server that does not answer yet is left to the
+// readiness check, which asks the same.
+func checkWaitAOF(ctx context.Context, logger *slog.Logger, store briefingStore) error {
+	rs, ok := store.(*cache.RedisStore)
+	if !ok || !rs.WaitsForAOF() {
+		return nil
+	}
+	err := rs.CheckWaitAOF(ctx)
+	if errors.Is(err, cache.ErrNoWaitAOF) {
+		return fmt.Errorf("--redis-wait-aof: %w (or run Redis with appendfsync always, without this flag)", err)
+	}
+	if err != nil {
+		logger.Warn("cannot check now that Redis can WAITAOF; the readiness check will", "error", err)
+	}
+	return nil
+}
+
 // redisClient returns the client --redis-url names: one server, or with
 // --redis-cluster a Redis Cluster reached through the nodes the URL lists
 // (redis://host1:6379?addr=host2:6379&addr=host3:6379; one is enough, the
@@ -362,6 +388,7 @@ func (f *serviceFlags) redisClient() (redis.UniversalClient, error) {
 		if opt.TLSConfig, err = tlsCA(opt.TLSConfig); err != nil {
 			return nil, err
 		}
+		opt.Username, opt.Password = cmp.Or(f.redisUser, opt.Username), cmp.Or(f.redisPassword, opt.Password)
 		return redis.NewClusterClient(opt), nil
 	}
 	opt, err := redis.ParseURL(f.redisURL)
@@ -371,6 +398,7 @@ func (f *serviceFlags) redisClient() (redis.UniversalClient, error) {
 	if opt.TLSConfig, err = tlsCA(opt.TLSConfig); err != nil {
 		return nil, err
 	}
+	opt.Username, opt.Password = cmp.Or(f.redisUser, opt.Username), cmp.Or(f.redisPassword, opt.Password)
 	return redis.NewClient(opt), nil
 }
 

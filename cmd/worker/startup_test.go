@@ -90,3 +90,26 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// --redis-wait-aof on a Redis without WAITAOF (before 7.2; the installed
+// 7.0 here) stops the worker at start with the reason, instead of running
+// never ready or failing every briefing.
+func TestRunWaitAOFNeedsRedis72(t *testing.T) {
+	srv := natstest.Start(t)
+	rs := redistest.Start(t)
+	info, err := rs.Client(t).Info(t.Context(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "redis_version:7.0.") && !strings.Contains(info, "redis_version:6.") {
+		t.Skipf("the installed Redis has WAITAOF:\n%s", info)
+	}
+	var errb lockedBuffer
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	code := Main(ctx, []string{"run", "--nats-url", srv.URL(), "--redis-url", "redis://" + rs.Addr() + "/0",
+		"--redis-wait-aof", "--http-addr", ""}, strings.NewReader(""), &bytes.Buffer{}, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "--redis-wait-aof") || !strings.Contains(errb.String(), "needs 7.2 or later") {
+		t.Fatalf("exit %d, want 1 with the reason:\n%s", code, errb.String())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/natstest"
 	"github.com/briefd/briefd/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // --redis-cluster stores briefings in a Redis Cluster through the nodes
@@ -60,5 +61,46 @@ func TestRedisClusterFlag(t *testing.T) {
 	}
 	if moved == 0 {
 		t.Fatal("a plain client stored every conversation: the cluster does not spread them")
+	}
+}
+
+// --redis-user and --redis-password (BRIEFD_REDIS_USER and
+// BRIEFD_REDIS_PASSWORD in the compose file) log in as an ACL user of
+// deploy/redis/users.acl, on one server or a cluster; they override the
+// URL's.
+func TestRedisUserFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		user, pass string
+	}{
+		{"flags", []string{"--redis-url", "redis://h:6379/0", "--redis-user", "worker", "--redis-password", "pw"}, "worker", "pw"},
+		{"url", []string{"--redis-url", "redis://u:p@h:6379/0"}, "u", "p"},
+		{"flags over url", []string{"--redis-url", "redis://u:p@h:6379/0", "--redis-user", "worker", "--redis-password", "pw"}, "worker", "pw"},
+		{"cluster", []string{"--redis-cluster", "--redis-url", "redis://h:6379", "--redis-user", "worker", "--redis-password", "pw"}, "worker", "pw"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("worker run", flag.ContinueOnError)
+			var f serviceFlags
+			f.bind(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			rdb, err := f.redisClient()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rdb.Close()
+			var user, pass string
+			switch c := rdb.(type) {
+			case *redis.Client:
+				user, pass = c.Options().Username, c.Options().Password
+			case *redis.ClusterClient:
+				user, pass = c.Options().Username, c.Options().Password
+			}
+			if user != tc.user || pass != tc.pass {
+				t.Fatalf("logs in as %q with %q, want %q with %q", user, pass, tc.user, tc.pass)
+			}
+		})
 	}
 }

@@ -306,7 +306,7 @@ func header(m *model, depth int) string {
 		h += "an earlier briefing folded in, then "
 	}
 	h += strconv.Itoa(m.messages) + " messages, " + strconv.Itoa(len(m.steps)) + " tool calls"
-	return h + "). The pinned messages above (system prompt, first user message) stay verbatim. [mNNNN] = source message."
+	return h + "); [mNNNN] = source message."
 }
 
 // mandatoryTokens counts the text of the mandatory items alone.

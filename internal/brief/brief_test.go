@@ -155,8 +155,10 @@ func TestHandOffRules(t *testing.T) {
 			step("", "get_reservation_details", `{"reservation_id":"8C8K4E"}`, `{"reservation_id": "8C8K4E", "cabin": "business", "insurance": "yes", "created_at": "2024-05-08T10:31:36"}`).
 			step("", "get_reservation_details", `{"reservation_id":"UDMOP1"}`, `{"reservation_id": "UDMOP1", "cabin": "basic_economy", "insurance": "no", "created_at": "2024-05-09T11:34:16"}`)
 		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "NEXT: read I6M8JQ, 4XGCCM", "8C8K4E [m0006]: business; yes; 2024-05-08T10:31:36",
-			"UDMOP1 [m0008]: basic_economy; no; 2024-05-09T11:34:16", "STATE: nothing changed yet")
+		// Rows of one shape are a table; the year the dates share is said
+		// once, in its header.
+		mustContain(t, d.Text, "NEXT: read I6M8JQ, 4XGCCM", "created_at; dates are 2024", "8C8K4E [m0006]: business; yes; 05-08T10:31",
+			"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE: nothing changed yet")
 	})
 	t.Run("an intention carried out is not the next step", func(t *testing.T) {
 		var b spanBuilder
@@ -191,6 +193,86 @@ func TestHandOffRules(t *testing.T) {
 			bash("Run it.", "perl printenv.pl", rc(0, "Content-type: text/html"))
 		d := write(t, b.msgs, 900)
 		mustContain(t, d.Text, "printenv.pl: created [m0003]", "#!/usr/bin/perl", "still present")
+	})
+	t.Run("an error fixed by other arguments says which", func(t *testing.T) {
+		var b spanBuilder
+		b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony", "view_range": [100, 150]}`,
+			"ERROR:\nInvalid `view_range` parameter: [100, 150]. Its second element `150` should be smaller than the number of lines in the file: `122`.").
+			step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony", "view_range": [100, -1]}`,
+				"Here's the result of running `cat -n` on /w/cli.pony:\n   100\t      end\n   101\t")
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "- Invalid `view_range` parameter: [100, 150].", "resolved [m0005] with view_range [100, -1] (was [100, 150])")
+		// The error's line tells the failed view: no step line repeats it.
+		mustNotContain(t, d.Text, "[m0003] view")
+	})
+	t.Run("a file view says what its lines hold", func(t *testing.T) {
+		var b spanBuilder
+		doc := "Here's the result of running `cat -n` on /w/cli.pony:\n     1\t\"\"\"\n     2\t# CLI Package\n     3\t\n     4\tThe CLI package parses command lines.\n     5\tclass Example is not code here\n     6\tMore prose.\n     7\t\"\"\"\n"
+		code := "Here's the result of running `cat -n` on /w/parser.py:\n     1\timport os\n     2\t\n     3\tclass CommandParser:\n     4\t    def parse(self, args):\n     5\t        return args\n"
+		b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony"}`, doc).
+			step("", "str_replace_editor", `{"command": "view", "path": "/w/parser.py"}`, code)
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "/w/cli.pony: read", "comments or docstrings only, no code",
+			"/w/parser.py: read", "defines class CommandParser (l.3), def parse (l.4)")
+		mustNotContain(t, d.Text, "class Example")
+	})
+	t.Run("a small file stays whole at the least detail", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "create printenv.pl", "[File: /x/printenv.pl (1 lines total)]\n1:").
+			bash("", "edit 1:1\n#!/usr/bin/perl\nprint \"hi\";\nend_of_edit", "[File: /x/printenv.pl (2 lines total)]\n1:#!/usr/bin/perl\n2:print \"hi\";\nFile updated.")
+		for i := range 12 {
+			b.bash("Probe.", fmt.Sprintf("curl http://h/%d", i), rc(0, fmt.Sprintf("page %d says something long enough to matter here", i)))
+		}
+		d := write(t, b.msgs, 600)
+		mustContain(t, d.Text, "printenv.pl", "content:\n    #!/usr/bin/perl\n    print \"hi\";")
+	})
+	t.Run("a table says a shared year once and keeps each flight's day", func(t *testing.T) {
+		var b spanBuilder
+		b.step("", "get_reservation_details", `{"reservation_id":"4XGCCM"}`,
+			`{"reservation_id": "4XGCCM", "origin": "IAH", "destination": "DTW", "flights": [{"flight_number": "HAT116", "date": "2024-05-03"}, {"flight_number": "HAT020", "date": "2024-05-03"}, {"flight_number": "HAT169", "date": "2024-05-04"}], "passengers": [{"first_name": "A", "last_name": "B"}, {"first_name": "C", "last_name": "D"}], "created_at": "2024-05-02T14:48:47"}`).
+			step("", "get_reservation_details", `{"reservation_id":"XAZ3C0"}`,
+				`{"reservation_id": "XAZ3C0", "origin": "ATL", "destination": "CLT", "flights": [{"flight_number": "HAT110", "date": "2024-05-27"}], "passengers": [{"first_name": "E", "last_name": "F"}], "created_at": "2024-05-06T15:43:54"}`)
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "(columns) origin-destination;", "dates are 2024", "4XGCCM [m0003]: IAH-DTW; HAT116, HAT020 05-03, HAT169 05-04", "05-02T14:48",
+			"XAZ3C0 [m0005]: ATL-CLT; HAT110 05-27")
+		mustNotContain(t, d.Text, "2024-05-02T14:48:47")
+	})
+	t.Run("a page's form says its method and encoding", func(t *testing.T) {
+		var b spanBuilder
+		page := "<html><head><title>Perl File Upload</title></head><body><form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\"><input type=\"submit\" name=\"Submit!\"></form></body></html>"
+		b.bash("", "curl http://web.example:8000/cgi-bin/file.pl", rc(0, page))
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "title \"Perl File Upload\"; form (POST multipart/form-data) fields file, Submit!")
+	})
+	t.Run("markup in a short output is read as text", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "python reproduce_issue.py", rc(0, "Form is invalid\n<ul class=\"errorlist\"><li>article<ul class=\"errorlist\"><li>article instance with id 1 does not exist.</li></ul></li></ul>"))
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "Form is invalid | article article instance with id 1 does not exist.")
+	})
+	t.Run("an install that fixed a missing program is named", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "python repro.py", rc(1, "RuntimeError: Failed to process string with tex because dvipng could not be found")).
+			bash("", "apt-get update && apt-get install -y dvipng", rc(0, "Hit:1 http://archive.ubuntu.com/ubuntu jammy InRelease\nReading package lists...\nSetting up dvipng (1.15-1.1) ...")).
+			bash("", "python repro.py", rc(0, "Saved reproduction.png"))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "resolved [m0007] after apt-get update && apt-get install -y dvipng [m0005]")
+		mustNotContain(t, d.Text, "on a retry", "→ Hit:1")
+	})
+	t.Run("a larger file written in the span says what it defines", func(t *testing.T) {
+		var b spanBuilder
+		script := "import django\n" + strings.Repeat("# setup\n", 12) + "class ArticleManager(models.Manager):\n    pass\n\nclass Article(models.Model):\n    pass\n\ndef main():\n    pass\n"
+		b.bash("Write the reproduction.", "cat <<'EOF' > reproduce_issue.py\n"+script+"EOF", rc(0, "")).
+			bash("Run it.", "python reproduce_issue.py", rc(0, "Form is invalid"))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "reproduce_issue.py: created [m0003]", "defines class ArticleManager, class Article, def main")
+	})
+	t.Run("a conclusion keeps the reason it draws on", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("If I change `formfield` to use `_base_manager`, all objects are shown. This seems wrong based on \"default should avoid archived articles\".\n\nSo I should revert changes to lines 987 and 1671.",
+			"git checkout django/db/models/fields/related.py", rc(0, ""))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, `This seems wrong based on "default should avoid archived articles". So I should revert changes to lines 987 and 1671.`)
 	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder

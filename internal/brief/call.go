@@ -61,13 +61,16 @@ type fileOp struct {
 
 // call is one tool call, classified.
 type call struct {
-	tool    string
-	kind    kind
-	label   string // the command or arguments, one line, clipped
-	target  string // what it acted on: a path, a URL, a record id, a script
-	ops     []fileOp
-	args    map[string]string // scalar arguments of an API tool
-	url     string            // an HTTP request's URL
+	tool   string
+	kind   kind
+	label  string // the command or arguments, one line, clipped
+	target string // what it acted on: a path, a URL, a record id, a script
+	ops    []fileOp
+	args   map[string]string // scalar arguments of an API tool
+	// params are the short arguments of any tool but a shell, to tell what
+	// a retry changed (view_range [100, -1], was [100, 150]).
+	params  map[string]string
+	url     string // an HTTP request's URL
 	method  string
 	thought string // a think tool's thought, a finish tool's message
 	// editorOpen: a SWE-agent command that acts on the open file, whose
@@ -84,6 +87,31 @@ var editorTools = map[string]bool{"str_replace_editor": true, "file_editor": tru
 // classifyCall reads one tool call.
 func classifyCall(name, rawArgs string) call {
 	args := parseArgs(rawArgs)
+	c := classifyCallArgs(name, rawArgs, args)
+	if name != "" && !shellTools[name] && c.kind != kindThink && c.kind != kindFinish {
+		c.params = shortParams(args)
+	}
+	return c
+}
+
+// shortParams are a call's short arguments, each value on one line as
+// JSON writes it; long ones (file text, code) are left out.
+func shortParams(args map[string]any) map[string]string {
+	var out map[string]string
+	for k, v := range args {
+		js, err := json.Marshal(v)
+		if err != nil || len(js) > 80 {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = strings.ReplaceAll(string(js), ",", ", ")
+	}
+	return out
+}
+
+func classifyCallArgs(name, rawArgs string, args map[string]any) call {
 	switch {
 	case shellTools[name]:
 		cmd := argString(args, "command", "cmd", "script", "input")

@@ -206,6 +206,13 @@ func resultText(m *model, s *step, level int) string {
 		return viewText(s, level)
 	case kindList:
 		return listText(o, level)
+	case kindInstall:
+		// What an install did is in its last lines ("Successfully
+		// installed …", "Setting up dvipng …"), not in its first (a
+		// package index fetched).
+		if l := lastMeaningful(o.lines); l != "" {
+			return clip(l, []int{200, 120, 70}[level]) + " (" + strconv.Itoa(o.totalLines) + " lines)"
+		}
 	}
 	if o.tests != "" {
 		return testText(o, level)
@@ -425,6 +432,9 @@ func listText(o *output, level int) string {
 	}
 	max := []int{24, 10, 0}[level]
 	if max == 0 {
+		if len(entries) <= 3 {
+			return clip(strings.Join(entries, " "), 60) // as short as a count
+		}
 		return strconv.Itoa(len(entries)) + " entries"
 	}
 	t := strings.Join(headLines(entries, max), " ")
@@ -498,7 +508,11 @@ func httpText(m *model, s *step, level int) string {
 			parts = append(parts, "title \""+o.title+"\"")
 		}
 		if len(o.fields) > 0 {
-			parts = append(parts, "form fields "+strings.Join(o.fields, ", "))
+			form := "form"
+			if o.form != "" {
+				form += " (" + o.form + ")"
+			}
+			parts = append(parts, form+" fields "+strings.Join(o.fields, ", "))
 		}
 		if len(o.links) > 0 {
 			parts = append(parts, "links "+strings.Join(headLines(o.links, 8), ", ")+moreCount(len(o.links), 8))

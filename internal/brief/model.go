@@ -70,6 +70,7 @@ type fileState struct {
 	runs    []string // messages that ran it
 	lastRun *step
 	content string // its whole content when small and known (a write, an editor echo)
+	outline string // what a larger written file defines (outline)
 	missing bool   // a tool said it does not exist
 	n       int    // the last step that touched it
 }
@@ -699,17 +700,18 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.changes = []change{{id: s.id(), what: "rewritten whole" + strings.TrimPrefix(op.what, "written")}}
 		}
 		f.deleted = ""
+		f.content, f.outline = "", ""
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
 			f.content = strings.TrimRight(op.body, "\n")
-		} else {
-			f.content = ""
+		} else if op.body != "" {
+			f.outline = outline(strings.Split(op.body, "\n"))
 		}
 	case kindEdit:
 		if s.failed {
 			return
 		}
 		f.changes = append(f.changes, change{id: s.id(), what: op.what, noop: op.noop})
-		f.content = ""
+		f.content = "" // the outline of the text written stays: an edit changes a part
 		if o := &s.f.out; o.file != "" && o.fileLines > 0 && o.fileLines <= smallFileLines {
 			f.content = editorContent(o.lines)
 		}
@@ -885,7 +887,7 @@ func (m *model) resolvedFailure(s *step) bool {
 // fixBetween names what changed between an error's last failure and the
 // success: files written or edited in between, or the changed arguments.
 func (m *model) fixBetween(e *errState, ok *step) string {
-	var changed []string
+	var changed, installed []string
 	var last *step
 	for _, s := range m.steps[:ok.n] {
 		if s.n <= e.n {
@@ -899,14 +901,66 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 				changed = appendNew(changed, shortPath(p)+" ["+s.id()+"]")
 			}
 		}
+		if s.f.call.kind == kindInstall && !s.failed {
+			// An installed package fixes a missing program or module.
+			installed = appendNew(installed, clip(s.f.call.label, 60)+" ["+s.id()+"]")
+		}
 	}
+	var fixes []string
 	if len(changed) > 0 {
-		return "after changing " + strings.Join(headLines(changed, 3), ", ")
+		fixes = append(fixes, "changing "+strings.Join(headLines(changed, 3), ", "))
 	}
-	if last != nil && last.f.call.label != ok.f.call.label {
-		return "with different arguments: " + clip(ok.f.call.label, 100)
+	if len(installed) > 0 {
+		fixes = append(fixes, strings.Join(headLines(installed, 2), ", "))
+	}
+	if len(fixes) > 0 {
+		return "after " + strings.Join(fixes, " and ")
+	}
+	if last != nil {
+		if d := paramsChange(last.f.call.params, ok.f.call.params); d != "" {
+			return "with " + d
+		}
+		if last.f.call.label != ok.f.call.label {
+			return "with different arguments: " + clip(ok.f.call.label, 100)
+		}
 	}
 	return "on a retry"
+}
+
+// paramsChange tells the arguments a retry changed: "view_range [100, -1]
+// (was [100, 150])".
+func paramsChange(before, after map[string]string) string {
+	if len(before) == 0 || len(after) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(after))
+	for k := range after {
+		keys = append(keys, k)
+	}
+	for k := range before {
+		if _, ok := after[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		a, inA := after[k]
+		b, inB := before[k]
+		switch {
+		case a == b:
+		case !inA:
+			parts = append(parts, "no "+k+" (was "+b+")")
+		case !inB:
+			parts = append(parts, k+" "+a)
+		default:
+			parts = append(parts, k+" "+a+" (was "+b+")")
+		}
+	}
+	if len(parts) == 0 || len(parts) > 3 {
+		return ""
+	}
+	return strings.Join(parts, ", ")
 }
 
 func shortPath(p string) string { return p }

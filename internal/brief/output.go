@@ -46,11 +46,15 @@ type output struct {
 	title  string
 	fields []string
 	links  []string // the page's link targets
+	form   string   // the form's method and encoding: "POST multipart/form-data"
 	// body is the cleaned output, bounded, for records (JSON) and HTTP
 	// diffs.
 	body string
 	// missing is a path the tool said does not exist.
 	missing []string
+	// outline is what a file view showed: the definitions in its lines, or
+	// that they hold no code.
+	outline string
 }
 
 const (
@@ -104,7 +108,8 @@ func readOutput(text string, keepWarnings bool) output {
 		for _, m := range hrefRe.FindAllStringSubmatch(headOf(text, 20000), 12) {
 			o.links = appendNew(o.links, m[1])
 		}
-		if formRe.MatchString(text) {
+		if f := formRe.FindString(text); f != "" {
+			o.form = formAttrs(f)
 			for _, m := range inputRe.FindAllStringSubmatch(headOf(text, 20000), 20) {
 				o.fields = appendNew(o.fields, m[1]+m[2]+m[3])
 			}
@@ -117,8 +122,10 @@ func readOutput(text string, keepWarnings bool) output {
 		if m := fileHeaderRe.FindStringSubmatch(first); m != nil {
 			o.file = m[1]
 			o.fileLines, _ = strconv.Atoi(m[2])
+			o.outline = outline(lines[1:])
 		} else if m := catNHeaderRe.FindStringSubmatch(first); m != nil {
 			o.file = m[1]
+			o.outline = outline(lines[1:])
 		} else if m := editedRe.FindStringSubmatch(first); m != nil {
 			o.file = m[1]
 		} else if m := createdRe.FindStringSubmatch(first); m != nil {
@@ -137,11 +144,106 @@ func readOutput(text string, keepWarnings bool) output {
 	if !o.empty && len(lines) <= shortMaxLines && len(body) <= shortMaxBytes {
 		for _, l := range lines {
 			if t := strings.TrimSpace(l); t != "" {
-				o.short = append(o.short, clip(t, 200))
+				o.short = append(o.short, clip(stripTags(t), 200))
 			}
 		}
 	}
 	return o
+}
+
+var formAttrRe = regexp.MustCompile(`(?i)\b(method|enctype)=["']?([^"'\s>]+)`)
+
+// formAttrs names a form tag's method and encoding.
+func formAttrs(tag string) string {
+	var parts []string
+	for _, m := range formAttrRe.FindAllStringSubmatch(tag, 2) {
+		if strings.EqualFold(m[1], "method") {
+			parts = append(parts, strings.ToUpper(m[2]))
+		} else {
+			parts = append(parts, m[2])
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// stripTags reads a line of markup as its text ("<ul
+// class="errorlist"><li>article instance … does not exist.</li>" becomes
+// "article instance … does not exist."); a line with fewer than two tags
+// is kept as it is (a "<b>" in a message, a comparison).
+func stripTags(line string) string {
+	if strings.Count(line, "<") < 2 {
+		return line
+	}
+	tags := tagRe.FindAllStringIndex(line, -1)
+	if len(tags) < 2 {
+		return line
+	}
+	t := strings.Join(strings.Fields(tagRe.ReplaceAllString(line, " ")), " ")
+	if t == "" {
+		return line
+	}
+	return t
+}
+
+var (
+	definitionRe = regexp.MustCompile(`^\s*(?:(?:export|pub|public|private|protected|static|async|abstract|final|default|fun)\s+)*` +
+		`(class|def|func|function|fun|actor|primitive|struct|interface|trait|enum|impl|object|module|be|new|type)\s+(?:\([^)]*\)\s*)?([A-Za-z_][\w.]*)`)
+	docQuoteRe = regexp.MustCompile(`"""|\'\'\'`)
+)
+
+// outline tells what the lines of a file view hold: its definitions with
+// their line numbers ("class CommandParser (l.8), fun parse (l.41)"), or
+// that they are comments or a docstring only. Empty when neither says
+// anything (a few lines of statements).
+func outline(lines []string) string {
+	var defs []string
+	code, shown := 0, 0
+	inDoc := false
+	for _, l := range lines {
+		num := ""
+		if m := numberedLineRe.FindStringSubmatch(l); m != nil {
+			num, l = m[1], m[2]
+		}
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		shown++
+		quotes := len(docQuoteRe.FindAllStringIndex(t, -1))
+		if inDoc || quotes > 0 && docQuoteRe.FindStringIndex(t)[0] == 0 {
+			if quotes%2 == 1 {
+				inDoc = !inDoc
+			}
+			continue
+		}
+		if isCommentLine(t) {
+			continue
+		}
+		code++
+		if m := definitionRe.FindStringSubmatch(l); m != nil && len(defs) < 8 {
+			d := m[1] + " " + m[2]
+			if num != "" {
+				d += " (l." + num + ")"
+			}
+			defs = append(defs, d)
+		}
+	}
+	switch {
+	case shown >= 5 && code == 0:
+		return "comments or docstrings only, no code"
+	case len(defs) > 0:
+		return "defines " + strings.Join(defs, ", ")
+	}
+	return ""
+}
+
+func isCommentLine(t string) bool {
+	for _, p := range []string{"#", "//", "/*", "*", "--", "<!--", ";;", "%"} {
+		if strings.HasPrefix(t, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanOutput strips the harness's and the transport's additions.

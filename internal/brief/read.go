@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"encoding/binary"
 	"hash/maphash"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -212,17 +213,27 @@ func (c *Cache) put(e *cacheEntry) *cacheEntry {
 // readText reads an assistant's or a user's text.
 func readText(t string) *textFacts {
 	f := &textFacts{idents: distinctIdents(t), words: keyWords(t), lineRefs: lineRefs(t)}
-	for _, s := range sentences(t) {
+	for k, s := range sentences(t) {
 		f.sentences = append(f.sentences, s)
 		switch {
 		case isIntention(s):
 			f.intents = append(f.intents, s)
 		case isDecision(s):
+			// "So I should revert lines 987 and 1671." decides on the
+			// sentence before it: the reason goes with it.
+			if k > 0 && conclusionRe.MatchString(s) {
+				if prev := f.sentences[k-1]; len(prev) <= 240 && !isDecision(prev) {
+					s = prev + " " + s
+				}
+			}
 			f.decisions = append(f.decisions, s)
 		}
 	}
 	return f
 }
+
+// conclusionRe starts a sentence that concludes from the one before.
+var conclusionRe = regexp.MustCompile(`^(?:So|Therefore|Thus|Hence|That(?:'s| is) why|This is why|Consequently)\b`)
 
 // distinctIdents returns the identifiers of a text once each, reading at
 // most its first 200 KB.

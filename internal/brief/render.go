@@ -180,12 +180,14 @@ func (l *layout) build(userCap int) {
 	// The state is the new span's; what earlier spans changed stays in
 	// the folded file and record lines.
 	l.add(&item{sec: secState, must: true}, m.stateText())
-	l.add(&item{sec: secNext, must: true}, m.nextText())
+	if next := m.nextText(); next != "" {
+		l.add(&item{sec: secNext, must: true}, next)
+	}
 
 	l.buildFiles(recency)
 	l.buildRecords(recency)
-	l.buildSteps(recency)
 	l.buildErrors(recency)
+	l.buildSteps(recency)
 	l.buildNotes(recency)
 	l.buildTold(recency)
 	l.buildPrior()
@@ -231,7 +233,14 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		case f.created != "" && f.deleted != "" && f.lastRun == nil:
 			continue
 		case f.missing && !f.net():
-			it := &item{sec: secFiles, key: f.path, prio: 4 + recency(f.n), order: order, ids: headLines(f.views, 1)}
+			// It tells the failed calls that found it missing.
+			var missed []*step
+			for _, s := range m.steps {
+				if s.failed && slices.Contains(s.f.out.missing, f.path) {
+					missed = append(missed, s)
+				}
+			}
+			it := &item{sec: secFiles, key: f.path, prio: 4 + recency(f.n), order: order, ids: headLines(f.views, 1), steps: missed}
 			it.setAll("- " + f.path + ": does not exist (a tool said so)")
 			l.items = append(l.items, it)
 			continue
@@ -253,6 +262,10 @@ func (l *layout) buildFiles(recency func(int) float64) {
 				it.prio += 1
 			}
 			read := readParts(f, views)
+			shown := viewOutline(views)
+			if shown != "" {
+				read += "; " + shown
+			}
 			it.texts[levelFull] = "- " + f.path + ": read " + read
 			if len(notable) > 0 {
 				it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")
@@ -263,6 +276,10 @@ func (l *layout) buildFiles(recency func(int) float64) {
 				it.texts[levelShort] += "; notable: " + clip(notable[len(notable)-1], 110)
 			}
 			it.texts[levelMin] = "- " + f.path + ": read [" + views[len(views)-1].id() + "]"
+			if shown != "" {
+				it.texts[levelShort] = "- " + f.path + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
+				it.texts[levelMin] += ": " + clip(shown, 70)
+			}
 			l.items = append(l.items, it)
 			continue
 		}
@@ -345,6 +362,18 @@ func readParts(f *fileState, views []*step) string {
 	return strings.Join(parts, ", ")
 }
 
+// viewOutline joins what the views of a file showed, newest last, once
+// each.
+func viewOutline(views []*step) string {
+	var parts []string
+	for _, s := range views {
+		if o := s.f.out.outline; o != "" && !slices.Contains(parts, o) {
+			parts = append(parts, o)
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // fileNotable gathers the lines the agent referred to after reading a
 // file, newest last, at most n.
 func fileNotable(views []*step, n int) []string {
@@ -408,12 +437,16 @@ func fileText(f *fileState, level int) string {
 	} else if f.created != "" {
 		parts = append(parts, "still present")
 	}
+	if f.outline != "" && f.deleted == "" && level != levelMin {
+		parts = append(parts, clip(f.outline, []int{200, 110}[level]))
+	}
 	if f.lastRun != nil && level != levelMin {
 		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clip(resultTextShort(f.lastRun), []int{160, 90}[level]))
 	}
 	t := strings.Join(parts, "; ")
-	if level == levelFull && f.content != "" && f.deleted == "" {
-		t += "; content:\n" + indent(f.content)
+	// A small file's text is its state: kept at every level it fits.
+	if f.content != "" && f.deleted == "" && len(f.content) <= []int{1500, 400, 200}[level] {
+		return clip2(t, []int{900, 300, 140}[level]) + "; content:\n" + indent(f.content)
 	}
 	return clip2(t, []int{900, 300, 140}[level])
 }
@@ -539,20 +572,26 @@ func (l *layout) buildRecords(recency func(int) float64) {
 			continue
 		}
 		cols, shared := columns(group, m.prefersField)
+		// A value every row shares and the user stated (their user id)
+		// says nothing new.
+		shared = slices.DeleteFunc(shared, func(s string) bool {
+			_, v, _ := strings.Cut(s, " ")
+			return m.userSaid(v)
+		})
+		t := newTable(group, cols)
 		head := &item{sec: secRecords, group: k, header: true, prio: 11, order: float64(pos)}
-		names := make([]string, len(cols))
-		for i, c := range cols {
-			names[i] = c
-		}
-		h := "- (columns) " + strings.Join(names, "; ")
+		h := "- (columns) " + strings.Join(t.names(), "; ")
 		if len(shared) > 0 {
 			h += " (every row: " + strings.Join(shared, "; ") + ")"
+		}
+		if t.year != "" {
+			h += "; dates are " + t.year
 		}
 		head.setAll(h)
 		l.items = append(l.items, head)
 		pos++
 		for _, r := range group {
-			l.recordItem(r, cols, k, recency, float64(pos))
+			l.recordItem(r, t, k, recency, float64(pos))
 			pos++
 		}
 	}
@@ -575,18 +614,134 @@ func recordSteps(m *model, id string) []*step {
 	return out
 }
 
-// idsOnly reduces a cell to the ids it holds ("HAT099, HAT274"), or "…".
+// idsOnly reduces a cell to the ids it holds and the date that ends it
+// ("HAT099, HAT274 05-22"), a list of names to its count ("(3)"), or
+// else "…".
 func idsOnly(v string) string {
 	var ids []string
-	for _, w := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == ';' }) {
+	words := strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == ';' })
+	for _, w := range words {
 		if holdsIDs(w) {
 			ids = append(ids, w)
 		}
 	}
 	if len(ids) == 0 {
+		if n := strings.Count(v, ", ") + 1; n > 1 {
+			return "(" + strconv.Itoa(n) + ")"
+		}
 		return "…"
 	}
-	return strings.Join(headLines(ids, 4), ", ") + moreCount(len(ids), 4)
+	if len(ids) > 4 {
+		return strings.Join(ids[:4], ", ") + moreCount(len(ids), 4)
+	}
+	// Each id keeps the date written after it ("HAT116, HAT020 05-04,
+	// HAT169 05-06"): a list of flights keeps its days.
+	var parts []string
+	for _, p := range strings.Split(v, ", ") {
+		var keep []string
+		for _, w := range strings.Fields(p) {
+			if holdsIDs(w) || shortDateRe.MatchString(w) && len(keep) > 0 {
+				keep = append(keep, w)
+			}
+		}
+		if len(keep) > 0 {
+			parts = append(parts, strings.Join(keep, " "))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// shortDateRe matches a date as a table cell writes it: "2024-05-22" or,
+// in a table whose dates share their year, "05-22".
+var shortDateRe = regexp.MustCompile(`^(?:\d{4}-)?\d{2}-\d{2}$`)
+
+// routePairs are pairs of columns a table row says as one "A-B" cell.
+var routePairs = [][2]string{{"origin", "destination"}, {"from", "to"}, {"source", "target"}}
+
+// table is how the rows of records of one shape are written: their
+// columns, pairs of them joined, and the year every date shares, which the
+// header says once.
+type table struct {
+	cols   []string
+	joined map[string]string // first column of a pair -> its second
+	year   string
+}
+
+var dateTimeRe = regexp.MustCompile(`\b(\d{4})-(\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b`)
+
+func newTable(group []*recordState, cols []string) *table {
+	t := &table{cols: cols}
+	for _, p := range routePairs {
+		i, j := slices.Index(cols, p[0]), slices.Index(cols, p[1])
+		if i < 0 || j < 0 {
+			continue
+		}
+		short := true
+		for _, r := range group {
+			a, _ := r.rec.value(p[0])
+			b, _ := r.rec.value(p[1])
+			short = short && len(a) <= 24 && len(b) <= 24
+		}
+		if short {
+			if t.joined == nil {
+				t.joined = map[string]string{}
+			}
+			t.joined[p[0]] = p[1]
+			t.cols = slices.Delete(slices.Clone(t.cols), j, j+1)
+		}
+	}
+	years := map[string]bool{}
+	for _, r := range group {
+		for _, c := range cols {
+			v, _ := r.rec.value(c)
+			for _, m := range dateTimeRe.FindAllStringSubmatch(v, -1) {
+				years[m[1]] = true
+			}
+		}
+	}
+	if len(years) == 1 {
+		for y := range years {
+			t.year = y
+		}
+	}
+	return t
+}
+
+// names are the column names of the header.
+func (t *table) names() []string {
+	out := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		out[i] = c
+		if second, ok := t.joined[c]; ok {
+			out[i] = c + "-" + second
+		}
+	}
+	return out
+}
+
+// cells returns a row's cells: pairs joined, dates without the table's
+// year or their seconds.
+func (t *table) cells(r *record) []string {
+	out := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		v, _ := r.value(c)
+		if second, ok := t.joined[c]; ok {
+			w, _ := r.value(second)
+			v = cmpOr(v, "-") + "-" + cmpOr(w, "-")
+		}
+		out[i] = dateTimeRe.ReplaceAllStringFunc(cmpOr(v, "-"), func(d string) string {
+			m := dateTimeRe.FindStringSubmatch(d)
+			s := m[2]
+			if m[1] != t.year {
+				s = m[1] + "-" + s
+			}
+			if m[3] != "" {
+				s += "T" + m[3] // the source's own ISO form
+			}
+			return s
+		})
+	}
+	return out
 }
 
 // minCell is the longest cell a table row keeps at its least detail (a
@@ -617,14 +772,14 @@ func columns(group []*recordState, prefer func(string) bool) (cols, shared []str
 
 // recordItem adds one record's line: "name value" pairs, or a table row
 // of the given columns.
-func (l *layout) recordItem(r *recordState, cols []string, group string, recency func(int) float64, order float64) {
+func (l *layout) recordItem(r *recordState, t *table, group string, recency func(int) float64, order float64) {
 	m := l.m
 	at := r.readAt
 	if len(r.changed) > 0 {
 		at = r.changed[len(r.changed)-1]
 	}
 	head := "- " + r.id + " [" + at + "]"
-	if len(r.changed) > 0 && cols == nil {
+	if len(r.changed) > 0 && t == nil {
 		head += " (" + cmpOr(r.status, "changed") + ")"
 	}
 	it := &item{sec: secRecords, key: r.id, group: group, prio: 8 + 1.5*recency(r.n), order: order, ids: []string{at}, steps: recordSteps(m, r.id)}
@@ -639,7 +794,7 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 	case m.usedLater(r):
 		it.prio += 0.25 // a later call acted on it
 	}
-	if cols == nil {
+	if t == nil {
 		rest := r.rec
 		rest.id = ""
 		// A field naming another record in play, or a value the user
@@ -666,15 +821,14 @@ func (l *layout) recordItem(r *recordState, cols []string, group string, recency
 		// Cells are cut one by one so that the columns stay aligned; the
 		// least detail keeps the short cells (a cabin, a flag, a date)
 		// whole and elides the long ones (lists).
+		cells := t.cells(&r.rec)
 		for lv, cell := range []int{160, 40, 0} {
-			vals := make([]string, 0, len(cols))
-			for _, c := range cols {
-				v, _ := r.rec.value(c)
-				v = cmpOr(v, "-")
+			vals := make([]string, 0, len(cells))
+			for _, v := range cells {
 				switch {
 				case cell > 0:
 					v = clip(v, cell)
-				case len(v) > minCell && !looksLikeDate(v):
+				case len(v) > minCell && !looksLikeDate(v) && !shortDateRe.MatchString(strings.Fields(v)[0]):
 					v = idsOnly(v) // a list of flights keeps its flight numbers
 				}
 				vals = append(vals, v)
@@ -707,7 +861,7 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	}
 	told := map[*step]bool{}
 	for _, it := range l.items {
-		if it.sec == secFiles || it.sec == secRecords {
+		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
 			for _, s := range it.steps {
 				told[s] = true
 			}
@@ -783,16 +937,25 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		if e.at != "" {
 			where = " (at " + e.at + ")"
 		}
-		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids}
-		it.texts[levelFull] = "- " + clip(e.line, 220) + where + " " + ids + ": " + status
+		// The line tells a failed call whose command says little (an
+		// editor view, a lookup): its step needs no line of its own.
+		var told []*step
+		for _, st := range m.steps {
+			if k := st.f.call.kind; st.failed && k != kindRun && k != kindTest && k != kindHTTP && slices.Contains(e.ids, st.id()) {
+				told = append(told, st)
+			}
+		}
+		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids, steps: told}
+		line := errorText(e.line)
+		it.texts[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status
 		// The error's message is what prevents repeating it: kept whole
 		// unless the room is at its tightest.
-		it.texts[levelShort] = "- " + clip(e.line, 130) + " " + ids + ": " + clip(status, 90)
+		it.texts[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
 		short := "unresolved"
 		if e.resolved != "" {
-			short = "resolved [" + e.resolved + "]"
+			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
 		}
-		it.texts[levelMin] = "- " + clip(e.line, 70) + " " + ids + ": " + short
+		it.texts[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
 		l.items = append(l.items, it)
 	}
 	for _, t := range m.toolErrs {
@@ -805,6 +968,17 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		l.items = append(l.items, it)
 	}
 
+}
+
+// errorText is an error line as the ERRORS section writes it: without a
+// bare "ERROR:" label before the message.
+func errorText(line string) string {
+	for _, p := range []string{"ERROR: ", "Error: ", "error: "} {
+		if rest, ok := strings.CutPrefix(line, p); ok && len(rest) > 10 {
+			return rest
+		}
+	}
+	return line
 }
 
 // buildNotes: the assistant's decisions and conclusions, newest first when
@@ -1170,7 +1344,9 @@ func (l *layout) index(text string, room, scale float64) string {
 	used := 0.0
 	misses := 0
 	try := func(c identScore) {
-		if seen[c.id] {
+		// A bare date says nothing without the record it belongs to; a
+		// W3C DTD or namespace is markup boilerplate.
+		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") {
 			return
 		}
 		seen[c.id] = true

@@ -161,7 +161,7 @@ func allNoop(s *step) bool {
 // nextText derives the next step: the unread rest of a list being gone
 // through, an unanswered question to the user, the latest stated intention
 // no call carried out, the one path a last search found, the error still
-// open; else it points at the kept messages.
+// open; else nothing ("").
 func (m *model) nextText() string {
 	if u := m.unread(); len(u) > 0 {
 		l := u[len(u)-1]
@@ -198,20 +198,10 @@ func (m *model) nextText() string {
 	if m.finished != nil {
 		return "the agent called finish [" + m.finished.id() + "]; see the kept messages."
 	}
-	// Nothing stated is open: say what is left over, then hand over (the
-	// state line already tells the last check).
-	var parts []string
-	var scratch []string
-	for _, f := range m.sortedFiles() {
-		if f.created != "" && f.deleted == "" {
-			scratch = append(scratch, f.path)
-		}
-	}
-	if len(scratch) > 0 {
-		parts = append(parts, "files created in this span are still present: "+strings.Join(headLines(scratch, 4), ", ")+moreCount(len(scratch), 4))
-	}
-	parts = append(parts, "continue from the kept messages below (the span ends at "+m.last+").")
-	return strings.Join(parts, "; ")
+	// Nothing stated is open: the kept messages go on from here, and the
+	// state line already tells what is left over (files still present, the
+	// last check). A line saying so would only take room.
+	return ""
 }
 
 // lastSentences returns the last n sentences of a text.

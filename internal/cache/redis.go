@@ -30,9 +30,14 @@ type RedisConfig struct {
 	// the briefing is fsynced to the append-only file of the server and
 	// of WaitReplicas replicas, so an acknowledged briefing survives a
 	// crash. Off, durability is the server's appendfsync setting.
-	WaitAOF      bool
+	WaitAOF bool
+	// WaitReplicas is how many replicas must have the briefing before
+	// Put returns: in their append-only files with WaitAOF, in their
+	// memory (WAIT, any Redis version) without it. 0: none.
 	WaitReplicas int
-	// WaitTimeout bounds the wait; default 1s.
+	// WaitTimeout bounds the wait; default 1s. Put fails if the wait
+	// ends short of its count. Keep it below the client's read timeout
+	// (3s by default), which also bounds the reply.
 	WaitTimeout time.Duration
 }
 
@@ -173,38 +178,27 @@ func (s *RedisStore) Put(ctx context.Context, b *briefd.Briefing) (latest bool, 
 		return false, fmt.Errorf("cache: put %s: encode: %w", ref(b.Tenant, b.ConversationID, b.BoundaryID), err)
 	}
 	k := s.keys(b.Tenant, b.ConversationID)
-	n, err := putScript.Run(ctx, s.rdb,
-		[]string{k.latest, k.boundary(b.BoundaryID), k.events, k.boundaries},
+	n, err := s.runPut(ctx, []string{k.latest, k.boundary(b.BoundaryID), k.events, k.boundaries},
 		strconv.FormatInt(b.Position, 10), b.BoundaryID, data, s.ttlMS,
 		strconv.FormatInt(order(b), 10), s.maxBoundaries, k.base+"b:", escapeKey(b.BoundaryID),
-	).Int()
+	)
 	if err != nil {
 		return false, fmt.Errorf("cache: put %s: %w", ref(b.Tenant, b.ConversationID, b.BoundaryID), err)
-	}
-	if s.waitAOF {
-		// Only an acknowledged fsync makes the briefing survive a crash of
-		// the Redis server that took it (Redis 7.2 and later).
-		if err := s.rdb.Do(ctx, "WAITAOF", 1, s.waitReplicas, s.waitTimeout.Milliseconds()).Err(); err != nil {
-			return false, fmt.Errorf("cache: put %s: WAITAOF: %w", ref(b.Tenant, b.ConversationID, b.BoundaryID), err)
-		}
 	}
 	return n == 1, nil
 }
 
-// Ping checks that the server answers and, with WaitAOF, that it has
-// WAITAOF and an append-only file; the worker's readiness asks it.
+// WaitsForAOF reports whether Put waits for WAITAOF (RedisConfig.WaitAOF).
+func (s *RedisStore) WaitsForAOF() bool { return s.waitAOF }
+
+// Ping checks that the server answers and, with WaitAOF, that it can
+// WAITAOF (see CheckWaitAOF); the worker's readiness asks it.
 func (s *RedisStore) Ping(ctx context.Context) error {
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("cache: ping redis: %w", err)
 	}
 	if s.waitAOF {
-		if err := s.rdb.Do(ctx, "WAITAOF", 0, 0, 1).Err(); err != nil {
-			return fmt.Errorf("cache: redis cannot WAITAOF (needs Redis 7.2+): %w", err)
-		}
-		aof, err := s.rdb.ConfigGet(ctx, "appendonly").Result()
-		if err == nil && aof["appendonly"] != "yes" {
-			return errors.New("cache: WaitAOF needs appendonly yes on the Redis server")
-		}
+		return s.CheckWaitAOF(ctx)
 	}
 	return nil
 }

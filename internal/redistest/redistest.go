@@ -17,8 +17,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +53,28 @@ type Server struct {
 func Start(t testing.TB) *Server {
 	t.Helper()
 	return startServer(t, binary(t), nil)
+}
+
+// StartWith is Start with more arguments for redis-server after the
+// defaults, which they override: "--appendonly", "yes"; "--replicaof",
+// host, port; "--aclfile", path.
+func StartWith(t testing.TB, args ...string) *Server {
+	t.Helper()
+	return startServer(t, binary(t), func(int) ([]string, error) { return args, nil })
+}
+
+// StartWithACL runs redis-server, as Start does, with the users of an ACL
+// template rendered by a script, `sh script template out`, in the test's
+// environment: docker-compose.yml renders deploy/redis/users.acl with
+// deploy/redis/acl.sh so. Set the variables the template names with
+// t.Setenv first.
+func StartWithACL(t testing.TB, script, template string) *Server {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "users.acl")
+	if msg, err := exec.Command("sh", script, template, out).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: sh %s %s: %v\n%s", script, template, err, msg)
+	}
+	return StartWith(t, "--aclfile", out)
 }
 
 // startServer starts a server with extra arguments on a free port.
@@ -159,7 +183,10 @@ func waitPing(addr string, exited <-chan struct{}) error {
 	defer tick.Stop()
 	for {
 		err := rdb.Ping(ctx).Err()
-		if err == nil {
+		// A refusal (NOAUTH, NOPERM: an ACL file without a default user)
+		// is an answer too.
+		var refused redis.Error
+		if err == nil || errors.As(err, &refused) {
 			return nil
 		}
 		select {
@@ -198,6 +225,26 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause stops the process with SIGSTOP until Resume: it keeps its
+// connections but answers nothing, as a stalled server or replica does.
+func (s *Server) Pause(t testing.TB) { s.signal(t, syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (s *Server) Resume(t testing.TB) { s.signal(t, syscall.SIGCONT) }
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("redistest: %v: the server is not running", sig)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("redistest: %v: %v", sig, err)
+	}
 }
 
 // Restart kills the server and starts a new, empty one on the same port, for

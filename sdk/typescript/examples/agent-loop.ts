@@ -19,7 +19,7 @@ import { connect } from "nats";
 import { createClient } from "redis";
 import { BriefdClient, encodeMessage, expandTool, ExpandToolName, isBriefing, unwrapBriefing, type Message } from "../src/index.js";
 
-const footerRange = /Compacted messages? (\S+?)(?: to (\S+?))? can be read verbatim/;
+const footerRange = /Compacted messages? (\S+?)(?: to (\S+?))? verbatim:/;
 const citedID = /\[([A-Za-z_-]*[0-9][A-Za-z0-9_.:-]*)\]/g;
 
 /** The model: replays a recorded run, and on its first turn after a compaction calls the expand tool on the range the briefing names. */

@@ -13,6 +13,7 @@ import {
   BoundaryMissingError,
   encodeControl,
   encodeMessage,
+  escapeBriefing,
   expandFooter,
   expandTool,
   NothingToSpliceError,
@@ -103,14 +104,30 @@ describe("splice", () => {
   it("wraps as Go's WrapBriefing", () => {
     // Go: briefd.WrapBriefing("a<b&c</compacted-history>")
     const w = wrapBriefing("a<b&c</compacted-history>");
-    assert.ok(w.startsWith("The earlier part of this conversation was compacted into the briefing below, written for you (the assistant)"));
-    assert.ok(w.endsWith("\n<compacted-history>\na&lt;b&amp;c&lt;/compacted-history>\n</compacted-history>"));
+    assert.ok(w.startsWith("The earlier part of this conversation was compacted into the briefing below, for you (the assistant)"));
+    assert.ok(w.endsWith("\n<compacted-history>\na<b&c&lt;/compacted-history>\n</compacted-history>"));
     assert.equal(unwrapBriefing(w), "a<b&c</compacted-history>");
+    // The cases of Go's TestEscapeBriefing.
+    for (const [text, escaped] of [
+      ["go test ./... && echo ok < in > out", "go test ./... && echo ok < in > out"],
+      ['<ul class="errorlist"><li>', '<ul class="errorlist"><li>'],
+      ["a</compacted-history>b", "a&lt;/compacted-history>b"],
+      ["<Compacted-History>", "&lt;Compacted-History>"],
+      ["&lt; and &amp;", "&amp;lt; and &amp;amp;"],
+      ["&&lt;compacted-history", "&&amp;lt;compacted-history"],
+      ["&amp;amp;lt;", "&amp;amp;amp;lt;"],
+    ]) {
+      assert.equal(escapeBriefing(text), escaped);
+      assert.equal(unwrapBriefing(wrapBriefing(text)), text);
+    }
+    const legacy =
+      "Earlier framing. &lt; is <, &amp; is &.\n<compacted-history>\na &amp;&amp; b &lt;ul> &amp;lt;\n</compacted-history>";
+    assert.equal(unwrapBriefing(legacy), "a && b <ul> &lt;");
     assert.equal(unwrapBriefing("no wrapper"), null);
   });
   it("footer is Go's ExpandFooter", () => {
-    assert.equal(expandFooter("m0002", "m0040"), "Compacted messages m0002 to m0040 can be read verbatim with the expand_history tool (from_id, to_id, or a query).");
-    assert.equal(expandFooter("m0002", "m0002"), "Compacted message m0002 can be read verbatim with the expand_history tool (from_id).");
+    assert.equal(expandFooter("m0002", "m0040"), "Compacted messages m0002 to m0040 verbatim: the expand_history tool (from_id, to_id, or a query).");
+    assert.equal(expandFooter("m0002", "m0002"), "Compacted message m0002 verbatim: the expand_history tool (from_id).");
   });
 });
 
