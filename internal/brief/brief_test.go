@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -274,6 +275,28 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 800)
 		mustContain(t, d.Text, `This seems wrong based on "default should avoid archived articles". So I should revert changes to lines 987 and 1671.`)
 	})
+	t.Run("a few hits in one file keep their text", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("Where is it read?", `grep -n "_loop_size" sympy/tensor/array/ndim_array.py`,
+			rc(0, "69:        if index >= self._loop_size:\n178:        return self._loop_size\n289:            return self._loop_size\n319:        for i in range(self._loop_size):"))
+		d := write(t, b.msgs, 900)
+		mustContain(t, d.Text, "4 hits: 69: if index >= self._loop_size: | 178: return self._loop_size")
+	})
+	t.Run("a record whose values a later search used outranks newer ones", func(t *testing.T) {
+		var b spanBuilder
+		b.user("My user ID is sofia_kim_7287.").
+			step("", "get_reservation_details", `{"reservation_id":"OBUT9V"}`, `{"reservation_id": "OBUT9V", "origin": "IAH", "destination": "DEN", "flights": [{"flight_number": "HAT078", "date": "2024-05-27"}], "cabin": "economy"}`)
+		for _, id := range []string{"4BMN53", "Q0ZF0J", "ZZ1234", "YY5678"} {
+			b.step("", "get_reservation_details", `{"reservation_id":"`+id+`"}`, `{"reservation_id": "`+id+`", "origin": "LGA", "destination": "LAS", "flights": [{"flight_number": "HAT201", "date": "2024-05-22"}], "cabin": "business"}`)
+		}
+		b.step("", "search_direct_flight", `{"origin":"DEN","destination":"IAH","date":"2024-05-27"}`, `[]`)
+		in := Input{Span: b.msgs, BudgetTokens: 200, CountTokens: counter(t)}
+		d, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, d.Text, "OBUT9V [m0004]: IAH-DEN")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {
@@ -510,4 +533,19 @@ func FuzzWrite(f *testing.F) {
 			t.Fatalf("%d tokens over %d", n, d.BudgetTokens)
 		}
 	})
+}
+
+func TestSentences(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"The issue is resolved for `sympy.Array(3)`. Next I run the tests.", []string{"The issue is resolved for `sympy.Array(3)`.", "Next I run the tests."}},
+		{"It calls sympy.Array(3) and fails.", []string{"It calls sympy.Array(3) and fails."}},
+		{"I checked the message.Next, I'll fix it.", []string{"I checked the message.", "Next, I'll fix it."}},
+	} {
+		if got := sentences(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("sentences(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
 }

@@ -56,7 +56,10 @@ type fileOp struct {
 	op   kind   // kindView, kindWrite, kindEdit, kindDelete, kindRevert, kindRun, kindSearch
 	what string // the change: "line 917: `_default_manager` → `_base_manager`", a view's line range
 	body string // the content written, for small writes
-	noop bool   // a change that changes nothing (s/x/x/)
+	// outline is what a larger written body defines (outline), read once
+	// with the call.
+	outline string
+	noop    bool // a change that changes nothing (s/x/x/)
 }
 
 // call is one tool call, classified.
@@ -90,6 +93,11 @@ func classifyCall(name, rawArgs string) call {
 	c := classifyCallArgs(name, rawArgs, args)
 	if name != "" && !shellTools[name] && c.kind != kindThink && c.kind != kindFinish {
 		c.params = shortParams(args)
+	}
+	for i := range c.ops {
+		if op := &c.ops[i]; op.op == kindWrite && strings.Count(op.body, "\n") > smallFileLines {
+			op.outline = outline(strings.Split(op.body, "\n"))
+		}
 	}
 	return c
 }
@@ -420,7 +428,7 @@ func shellLabel(line string) string {
 	}
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		rest := strings.Count(s[i:], "\n")
-		s = strings.TrimSpace(s[:i]) + " …(" + strconv.Itoa(rest) + " more lines)"
+		s = strings.TrimSpace(s[:i]) + " …(" + plural(rest, "more line") + ")"
 	}
 	return s
 }
@@ -933,4 +941,12 @@ func appendNew(s []string, v string) []string {
 		return s
 	}
 	return append(s, v)
+}
+
+// plural writes a count and its noun: "1 step", "3 steps".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

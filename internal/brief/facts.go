@@ -278,7 +278,17 @@ func searchText(s *step, level int) string {
 		return joined
 	}
 	if lines := hitLines(hits); len(lines) == len(hits) {
-		// One file searched: the hits are its lines.
+		// One file searched: the hits are its lines. A few are kept with
+		// their text (what each use of a name does), each cut short.
+		if level != levelMin && n == len(hits) && n <= 8 {
+			parts := make([]string, len(hits))
+			for i, h := range hits {
+				parts[i] = clip(compactNumbered(h), []int{110, 55}[level])
+			}
+			if t := strconv.Itoa(n) + " hits: " + strings.Join(parts, " | "); len(t) <= []int{700, 320}[level] {
+				return t
+			}
+		}
 		t := strconv.Itoa(n) + " hits at lines " + strings.Join(headLines(lines, []int{12, 6, 3}[level]), ", ")
 		if n > []int{12, 6, 3}[level] {
 			t += ", …"

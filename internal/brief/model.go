@@ -503,19 +503,43 @@ func sentences(text string) []string {
 }
 
 // sentenceEnd returns the end of the first sentence of p: after ". ", "! ",
-// "? " (not inside a path or a number), or the whole paragraph.
+// "? " (not inside a path, a number or `code`), or the whole paragraph.
 func sentenceEnd(p string) int {
+	code := false
 	for i := 0; i < len(p)-1; i++ {
 		c := p[i]
+		if c == '`' {
+			code = !code
+		}
+		if code {
+			continue
+		}
 		if (c == '.' || c == '!' || c == '?') && p[i+1] == ' ' && i > 0 && p[i-1] != '.' {
 			return i + 1
 		}
-		if (c == '.' || c == '!' || c == '?') && i+1 < len(p) && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && p[i-1] >= 'a' && p[i-1] <= 'z' {
-			// "message.Next, I'll" (a missing space)
+		if (c == '.' || c == '!' || c == '?') && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && p[i-1] >= 'a' && p[i-1] <= 'z' && proseWord(p[i+1:]) {
+			// "message.Next, I'll" (a missing space), not "sympy.Array(3)"
 			return i + 1
 		}
 	}
 	return len(p)
+}
+
+// proseWord reports whether s starts with a word of prose: letters (and
+// an apostrophe) ended by a space, a comma or the end, not by the '(',
+// '.', '_' or digit of a name in code.
+func proseWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '\'':
+		case c == ' ' || c == ',' || c == ':' || c == ';':
+			return true
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // countIdents counts one message's distinct identifiers.
@@ -703,8 +727,8 @@ func (m *model) fileOp(s *step, op fileOp) {
 		f.content, f.outline = "", ""
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
 			f.content = strings.TrimRight(op.body, "\n")
-		} else if op.body != "" {
-			f.outline = outline(strings.Split(op.body, "\n"))
+		} else {
+			f.outline = op.outline
 		}
 	case kindEdit:
 		if s.failed {
@@ -1138,9 +1162,31 @@ func (m *model) userSaid(v string) bool {
 
 // usedLater reports whether a call after a record was read passed its id.
 func (m *model) usedLater(r *recordState) bool {
-	n, ok := m.argValues[r.id]
-	return ok && n > r.n
+	if n, ok := m.argValues[r.id]; ok && n > r.n {
+		return true
+	}
+	// A record whose own values a later call searched by (the trip's
+	// airports and day, passed to a flight search) is the one in play,
+	// though no call named it.
+	seen := map[string]bool{}
+	for _, f := range r.rec.fields {
+		for _, w := range strings.FieldsFunc(f.value, func(c rune) bool { return c == ' ' || c == ',' || c == ';' }) {
+			if len(w) < 3 || seen[w] {
+				continue
+			}
+			if n, ok := m.argValues[w]; ok && n > r.n && !commonValues[strings.ToLower(w)] {
+				seen[w] = true
+			}
+		}
+	}
+	return len(seen) >= 2
 }
+
+// commonValues are values every record of a kind may share (a cabin, a
+// flag): a later call passing them says nothing about which record is in
+// play.
+var commonValues = map[string]bool{"yes": true, "no": true, "true": true, "false": true, "none": true, "economy": true,
+	"business": true, "basic_economy": true, "one_way": true, "round_trip": true}
 
 // prefersField reports whether the system prompt names a record field.
 func (m *model) prefersField(name string) bool {

@@ -423,8 +423,10 @@ func fileText(f *fileState, level int) string {
 		if len(what) == 0 {
 			what = append(what, "changes")
 		}
-		if level == levelMin && len(what) > 1 {
-			what = []string{strconv.Itoa(len(what)) + " changes"}
+		// Undone changes are history, not state: past two they are
+		// counted, not listed.
+		if level == levelMin && len(what) > 1 || len(what) > 2 {
+			what = []string{strconv.Itoa(len(what)) + " changes [" + u.changes[0].id + "–" + u.changes[len(u.changes)-1].id + "]"}
 		}
 		undone = append(undone, strings.Join(what, ", ")+" undone by ["+u.id+"]")
 	}
@@ -792,7 +794,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// gave): what the conversation is about.
 		it.prio += 0.25
 	case m.usedLater(r):
-		it.prio += 0.25 // a later call acted on it
+		it.prio += 1.25 // a later call acted on it: it is in play
 	}
 	if t == nil {
 		rest := r.rec
@@ -985,8 +987,15 @@ func errorText(line string) string {
 // short of room.
 func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
+	first := true
 	for k, nt := range m.notes {
 		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + m.weight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		if first && hypothesisRe.MatchString(nt.text) {
+			// The first hypothesis frames what the steps after it were
+			// testing: it outlasts its age.
+			it.prio += 2
+			first = false
+		}
 		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
 		l.items = append(l.items, it)
@@ -1287,6 +1296,11 @@ func (l *layout) render(x *extras) string {
 	return b.String()
 }
 
+// languageWords are literals and built-in names of common languages.
+var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,
+	"true": true, "false": true, "undefined": true, "self": true, "this": true, "Exception": true, "Error": true,
+	"Object": true, "String": true, "Bool": true, "Int": true, "Any": true, "List": true, "Dict": true, "Optional": true}
+
 // index lists identifiers the text does not carry, best first, within
 // room tokens.
 func (l *layout) index(text string, room, scale float64) string {
@@ -1345,8 +1359,9 @@ func (l *layout) index(text string, room, scale float64) string {
 	misses := 0
 	try := func(c identScore) {
 		// A bare date says nothing without the record it belongs to; a
-		// W3C DTD or namespace is markup boilerplate.
-		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") {
+		// W3C DTD or namespace is markup boilerplate; a language's literal
+		// (None, True) names nothing of the task.
+		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] {
 			return
 		}
 		seen[c.id] = true
@@ -1544,7 +1559,7 @@ func (l *layout) omittedText() string {
 		for _, s := range left {
 			ids = append(ids, s.id())
 		}
-		parts = append(parts, strconv.Itoa(len(left))+" steps ("+countKinds(left)+") at "+idRuns(ids, l.m))
+		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(ids, l.m))
 	}
 	if len(keys) > 0 {
 		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
