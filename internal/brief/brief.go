@@ -69,6 +69,15 @@ type Input struct {
 	CountTokens func(string) int
 	// Cache keeps per-step reading between calls; nil reads afresh.
 	Cache *Cache
+	// Warm, when set, keeps the model of the span between calls of one
+	// conversation (see Warm): a span that extends the one read last is
+	// read from where that one ended. The caller guarantees that the
+	// span's first Warm.Len() messages are those read then (compact's
+	// Memo drops the Warm when the history changes before its end); Write
+	// checks the head, the previous briefing and the ids at the seam, and
+	// reads the span afresh when they differ. Write leaves the span's
+	// model in it, or empties it on an error.
+	Warm *Warm
 	// UserCapTokens bounds each user message carried verbatim when the
 	// budget is short; over it the oldest are cut first, with a marker.
 	// Zero means DefaultUserCapTokens.
@@ -188,7 +197,17 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	if userCap <= 0 {
 		userCap = DefaultUserCapTokens
 	}
-	m, err := buildModel(ctx, in.Head, in.Span, in.Previous, in.Cache)
+	var m *model
+	var err error
+	if in.Warm != nil {
+		m, err = in.Warm.readSpan(ctx, in.Head, in.Span, in.Previous, in.Cache)
+		if err == nil {
+			m.seal()
+			defer m.unseal()
+		}
+	} else {
+		m, err = buildModel(ctx, in.Head, in.Span, in.Previous, in.Cache)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -240,17 +259,8 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 // tool output can take a while to read.
 func buildModel(ctx context.Context, head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) (*model, error) {
 	if len(span) > 256 {
-		// Read in the cache first, checking ctx: build then hits it.
-		keepWarnings := taskMentionsWarnings(head)
-		for i := range span {
-			if i%32 == 0 && ctx.Err() != nil {
-				return nil, context.Cause(ctx)
-			}
-			if span[i].Role == briefd.RoleAssistant && cache != nil {
-				for k := range span[i].ToolCalls {
-					cache.step(&span[i].ToolCalls[k], resultOf(span, i, span[i].ToolCalls[k].ID), keepWarnings)
-				}
-			}
+		if err := prewarm(ctx, head, span, 0, cache); err != nil {
+			return nil, err
 		}
 	}
 	m := build(head, span, prev, cache)
@@ -258,6 +268,23 @@ func buildModel(ctx context.Context, head, span []briefd.Message, prev *briefd.B
 		return nil, context.Cause(ctx)
 	}
 	return m, nil
+}
+
+// prewarm reads the calls of span[from:] into the cache, checking ctx:
+// reading the span then hits it.
+func prewarm(ctx context.Context, head, span []briefd.Message, from int, cache *Cache) error {
+	keepWarnings := taskMentionsWarnings(head)
+	for i := from; i < len(span); i++ {
+		if i%32 == 0 && ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		if span[i].Role == briefd.RoleAssistant && cache != nil {
+			for k := range span[i].ToolCalls {
+				cache.step(&span[i].ToolCalls[k], resultOf(span, i, span[i].ToolCalls[k].ID), keepWarnings)
+			}
+		}
+	}
+	return nil
 }
 
 func resultOf(span []briefd.Message, from int, callID string) *briefd.Message {

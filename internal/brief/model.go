@@ -32,6 +32,8 @@ type step struct {
 	files   []string
 	idents  []string // identifiers of the call and result, to rank the index
 	records []string // ids of records it read or changed
+	// lineIdents memoizes stepIdents.
+	lineIdents []string
 }
 
 func (s *step) id() string { return s.ids[0] }
@@ -126,14 +128,15 @@ type recordState struct {
 
 // errState is one error and what became of it.
 type errState struct {
-	line     string
-	at       string // where it was raised
-	ids      []string
-	key      string // what failed: the kind and target of the step
-	resolved string // the message of the first success of the same thing
-	fix      string // what changed between the last failure and that success
-	n        int    // last step it was seen
-	count    int
+	line       string
+	at         string // where it was raised
+	ids        []string
+	key        string // what failed: the kind and target of the step
+	resolved   string // the message of the first success of the same thing
+	resolvedBy *step  // that success
+	fix        string // what changed between the last failure and that success
+	n          int    // last step it was seen
+	count      int
 }
 
 // model is everything the briefing can say about a span.
@@ -170,6 +173,25 @@ type model struct {
 	// task: only then is an assistant message without a call addressed
 	// to a user (elsewhere the harness answers it).
 	dialogue bool
+
+	// What reading the next message needs (see read).
+	keepWarnings bool           // the task is about a warning (taskMentionsWarnings)
+	results      map[string]int // each call id's result, by index in the span
+	lastStep     *step          // the step an assistant text reacts to
+	// sealed is set while a Warm's model is read for a briefing: the file
+	// lookups made then are undone after it (see seal).
+	sealed bool
+	undo   []fileUndo
+	keys   int // len(fileKeys) when sealed
+	// onFile indexes the steps of steps[:onFileN] that touched one file
+	// (see stepsOn); weights memoizes noteWeight.
+	onFile  map[*fileState][]*step
+	onFileN int
+	weights map[string]float64
+	// lines memoizes the texts of step groups (see groupTexts); linesRecs
+	// is len(records) when they were written.
+	lines     map[lineKey][levels]string
+	linesRecs int
 }
 
 type idList struct {
@@ -187,109 +209,125 @@ type identUse struct {
 
 // build reads the span into a model.
 func build(head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) *model {
+	m := newModel(head, span)
+	for i := range span {
+		m.read(span, i, prev, cache)
+	}
+	m.markIntentions()
+	return m
+}
+
+// newModel starts the model of a span: what the reading of its messages
+// depends on beside the messages read so far (the pinned head; whether the
+// span holds a dialogue; where each call's result is).
+func newModel(head, span []briefd.Message) *model {
 	m := &model{head: head, files: map[string]*fileState{}, records: map[string]*recordState{},
-		ids: map[string]*identUse{}, argValues: map[string]int{}}
-	keepWarnings := taskMentionsWarnings(head)
+		ids: map[string]*identUse{}, argValues: map[string]int{}, results: map[string]int{}}
+	m.keepWarnings = taskMentionsWarnings(head)
 	for i := range head {
 		if head[i].Role == briefd.RoleSystem {
 			m.policy += strings.ToLower(head[i].Content.String()) + "\n"
 		}
 	}
-	for i := range span {
-		if span[i].Role == briefd.RoleUser && !span[i].IsBriefing() {
-			if t := strings.TrimSpace(span[i].Content.String()); t != "" && !isHarness(t) && !isToolError(t) {
-				m.dialogue = true
-			}
-		}
-	}
-	results := map[string]*briefd.Message{}
-	for i := range span {
-		if span[i].Role == briefd.RoleTool && span[i].ToolCallID != "" {
-			results[span[i].ToolCallID] = &span[i]
-		}
-	}
-	var lastStep *step
-	for i := range span {
-		msg := &span[i]
-		if m.first == "" {
-			m.first = msg.ID
-		}
-		m.last = msg.ID
-		switch {
-		case msg.IsBriefing():
-			m.prior = foldPrior(msg, prev)
-			if m.prior.first != "" && m.first == msg.ID {
-				m.first = m.prior.first
-			}
-			m.foldHarness()
-			continue
-		case msg.Role == briefd.RoleTool:
-			m.messages++
-			continue // read with its call
-		}
-		m.messages++
-		text := msg.Content.String()
-		switch msg.Role {
-		case briefd.RoleUser:
-			m.readUser(msg, text, cache)
-			lastStep = nil
-		case briefd.RoleAssistant:
-			thought := stripThought(text)
-			tf := cache.text(thought)
-			if lastStep != nil && thought != "" {
-				lastStep.react = thought
-				lastStep.reactWords = tf.words
-				lastStep.reactRefs = tf.lineRefs
-			}
-			m.countIdents(tf.idents, true)
-			m.readAssistant(msg, thought, tf)
-			first := true
-			for k := range msg.ToolCalls {
-				tc := &msg.ToolCalls[k]
-				res := results[tc.ID]
-				s := &step{n: len(m.steps), ids: []string{msg.ID}, f: cache.step(tc, res, keepWarnings)}
-				if res != nil {
-					s.ids = append(s.ids, res.ID)
-				}
-				if first {
-					s.said = thought
-					first = false
-				}
-				m.countIdents(s.f.argIDs, true)
-				m.countIdents(s.f.outIDs, false)
-				for _, v := range s.f.call.args {
-					m.argValues[v] = s.n
-				}
-				m.addStep(s)
-				lastStep = s
-			}
-			if len(msg.ToolCalls) == 0 {
-				lastStep = nil
-			}
-		default:
-			lastStep = nil
-		}
-	}
-	m.markIntentions()
-	m.checkResolutions()
+	m.dialogue = hasDialogue(span)
+	m.findResults(span, 0)
 	return m
 }
 
-// checkResolutions takes back a resolution that the agent itself said did
-// not work: an edit that went through but landed in the wrong place still
-// leaves the error's cause in place.
-func (m *model) checkResolutions() {
-	for _, e := range m.errors {
-		if e.resolved == "" {
-			continue
-		}
-		for _, s := range m.steps {
-			if s.id() == e.resolved && s.react != "" && misfireRe.MatchString(s.react) {
-				e.resolved, e.fix = "", ""
-				break
+// hasDialogue reports a real user message in span (see model.dialogue).
+func hasDialogue(span []briefd.Message) bool {
+	for i := range span {
+		if span[i].Role == briefd.RoleUser && !span[i].IsBriefing() {
+			if t := strings.TrimSpace(span[i].Content.String()); t != "" && !isHarness(t) && !isToolError(t) {
+				return true
 			}
 		}
 	}
+	return false
+}
+
+// findResults files the results among span[from:] by their call's id (the
+// last one when ids repeat).
+func (m *model) findResults(span []briefd.Message, from int) {
+	for i := from; i < len(span); i++ {
+		if span[i].Role == briefd.RoleTool && span[i].ToolCallID != "" {
+			m.results[span[i].ToolCallID] = i
+		}
+	}
+}
+
+// read reads span[i], the message after those read so far.
+func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache *Cache) {
+	msg := &span[i]
+	if m.first == "" {
+		m.first = msg.ID
+	}
+	m.last = msg.ID
+	switch {
+	case msg.IsBriefing():
+		m.prior = foldPrior(msg, prev)
+		if m.prior.first != "" && m.first == msg.ID {
+			m.first = m.prior.first
+		}
+		m.foldHarness()
+		return
+	case msg.Role == briefd.RoleTool:
+		m.messages++
+		return // read with its call
+	}
+	m.messages++
+	text := msg.Content.String()
+	switch msg.Role {
+	case briefd.RoleUser:
+		m.readUser(msg, text, cache)
+		m.lastStep = nil
+	case briefd.RoleAssistant:
+		thought := stripThought(text)
+		tf := cache.text(thought)
+		if lastStep := m.lastStep; lastStep != nil && thought != "" {
+			lastStep.react = thought
+			lastStep.reactWords = tf.words
+			lastStep.reactRefs = tf.lineRefs
+		}
+		m.countIdents(tf.idents, true)
+		m.readAssistant(msg, thought, tf)
+		first := true
+		for k := range msg.ToolCalls {
+			tc := &msg.ToolCalls[k]
+			var res *briefd.Message
+			if j, ok := m.results[tc.ID]; ok {
+				res = &span[j]
+			}
+			s := &step{n: len(m.steps), ids: []string{msg.ID}, f: cache.step(tc, res, m.keepWarnings)}
+			if res != nil {
+				s.ids = append(s.ids, res.ID)
+			}
+			if first {
+				s.said = thought
+				first = false
+			}
+			m.countIdents(s.f.argIDs, true)
+			m.countIdents(s.f.outIDs, false)
+			for _, v := range s.f.call.args {
+				m.argValues[v] = s.n
+			}
+			m.addStep(s)
+			m.lastStep = s
+		}
+		if len(msg.ToolCalls) == 0 {
+			m.lastStep = nil
+		}
+	default:
+		m.lastStep = nil
+	}
+}
+
+// open reports whether an error is still open: nothing resolved it, or
+// the agent itself said the step that did misfired (an edit that went
+// through but landed in the wrong place leaves the cause in place). It is
+// read at writing time, so a reaction read later counts.
+func (e *errState) open() bool {
+	return e.resolved == "" || e.resolvedBy != nil && misfireRe.MatchString(e.resolvedBy.react)
 }
 
 // misfireRe marks an agent's reading of a step that worked as a command but
@@ -633,6 +671,7 @@ func (m *model) file(p string, create bool) *fileState {
 	for _, k := range m.fileKeys {
 		if strings.HasSuffix(k, "/"+p) || strings.HasSuffix(p, "/"+k) {
 			f := m.files[k]
+			m.journal(p, f)
 			if len(p) > len(f.path) {
 				f.path = p
 			}
@@ -643,6 +682,7 @@ func (m *model) file(p string, create bool) *fileState {
 	if !create {
 		return nil
 	}
+	m.journal(p, nil)
 	f := &fileState{path: p}
 	m.files[p] = f
 	m.fileKeys = append(m.fileKeys, p)
@@ -857,7 +897,7 @@ func (m *model) trackError(s *step) {
 		kindKey := "any " + s.f.call.kind.String()
 		for _, e := range m.errors {
 			if e.resolved == "" && (e.key == key || e.key == kindKey) {
-				e.resolved = s.id()
+				e.resolved, e.resolvedBy = s.id(), s
 				e.fix = m.fixBetween(e, s)
 			}
 		}
@@ -910,7 +950,7 @@ var invocationRe = regexp.MustCompile(`(?i)no module named|file or directory not
 // later in the span.
 func (m *model) resolvedFailure(s *step) bool {
 	for _, e := range m.errors {
-		if e.resolved != "" && slices.Contains(e.ids, s.id()) {
+		if !e.open() && slices.Contains(e.ids, s.id()) {
 			return true
 		}
 	}
@@ -1001,12 +1041,12 @@ func shortPath(p string) string { return p }
 // markIntentions marks stated intentions that a call (of their message or
 // later) carried out: one that runs the program the intention names, or
 // shares two of its distinctive words, or its only one.
-func (m *model) markIntentions() {
-	labels := make([]string, len(m.steps))
-	for i, s := range m.steps {
-		labels[i] = strings.ToLower(s.f.call.label + " " + s.f.call.target)
-	}
-	for i := range m.intents {
+func (m *model) markIntentions() { m.markIntentionsFrom(0) }
+
+// markIntentionsFrom marks the intentions from the i-th on.
+func (m *model) markIntentionsFrom(i int) {
+	labels := make([]string, len(m.steps)) // lower-cased once, as needed
+	for ; i < len(m.intents); i++ {
 		in := &m.intents[i]
 		if in.done {
 			continue
@@ -1018,6 +1058,9 @@ func (m *model) markIntentions() {
 		from := min(in.n, len(m.steps))
 		to := min(from+intentWindow, len(m.steps))
 		for j := from; j < to; j++ {
+			if labels[j] == "" {
+				labels[j] = strings.ToLower(m.steps[j].f.call.label + " " + m.steps[j].f.call.target)
+			}
 			label := labels[j]
 			score := 0
 			for _, w := range words {

@@ -133,6 +133,8 @@ type layout struct {
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
+	// byPrio is the optional items by priority, sorted once.
+	byPrio []*item
 }
 
 // build turns the model into items.
@@ -298,7 +300,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 // write, a revert, a delete) and succeeded.
 func changeSteps(m *model, f *fileState) []*step {
 	var out []*step
-	for _, s := range m.steps {
+	for _, s := range m.stepsOn(f) {
 		if !s.f.call.kind.changes() || s.f.call.kind == kindMutate || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -312,7 +314,7 @@ func changeSteps(m *model, f *fileState) []*step {
 // viewSteps are the steps that only read a file.
 func viewSteps(m *model, f *fileState) []*step {
 	var out []*step
-	for _, s := range m.steps {
+	for _, s := range m.stepsOn(f) {
 		if s.f.call.kind != kindView || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -896,9 +898,7 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			p -= 3 // the record's line says it
 		}
 		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
-		for lv := range levels {
-			it.texts[lv] = "- " + g.text(m, lv)
-		}
+		it.texts = m.groupTexts(g)
 		for _, x := range g.steps {
 			it.idents = append(it.idents, stepIdents(x)...)
 		}
@@ -914,7 +914,10 @@ func outcomeKey(s *step) string {
 
 // stepIdents are the identifiers a step's line carries at full detail.
 func stepIdents(s *step) []string {
-	return ident.Identifiers(s.f.call.label + " " + s.f.out.errLine + " " + s.f.out.tests)
+	if s.lineIdents == nil {
+		s.lineIdents = ident.Identifiers(s.f.call.label + " " + s.f.out.errLine + " " + s.f.out.tests)
+	}
+	return s.lineIdents
 }
 
 // buildErrors: each error with its message, where it was raised, and what
@@ -928,7 +931,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		}
 		status := "unresolved"
 		p := 7 + 2*recency(e.n)
-		if e.resolved != "" {
+		if !e.open() {
 			status = "resolved [" + e.resolved + "] " + e.fix
 			p -= 1 // what fixed it saves trying the same again
 		}
@@ -951,7 +954,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// unless the room is at its tightest.
 		it.texts[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
 		short := "unresolved"
-		if e.resolved != "" {
+		if !e.open() {
 			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
 		}
 		it.texts[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
@@ -986,7 +989,7 @@ func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	first := true
 	for k, nt := range m.notes {
-		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + noteWeight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
+		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + m.weight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
 		if first && hypothesisRe.MatchString(nt.text) {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
@@ -1177,7 +1180,11 @@ func (l *layout) choose(scale float64) string {
 			opt = append(opt, it)
 		}
 	}
-	sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+	if len(l.byPrio) != len(opt) {
+		sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+		l.byPrio = opt // the same order at every scale
+	}
+	opt = l.byPrio
 	reserve := math.Min(l.indexShare*float64(l.budget), l.indexNeed*scale)
 	// Pass 1: every item at its least detail, by priority.
 	for _, it := range opt {

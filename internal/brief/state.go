@@ -73,7 +73,7 @@ func (m *model) stateText() string {
 	}
 	var open []string
 	for _, e := range m.errors {
-		if e.resolved == "" && e.n >= len(m.steps)-8 {
+		if e.open() && e.n >= len(m.steps)-8 {
 			open = append(open, clip(e.line, 100)+" ["+e.ids[len(e.ids)-1]+"]")
 		}
 	}
@@ -203,7 +203,7 @@ func (m *model) nextText() string {
 	}
 	for i := len(m.errors) - 1; i >= 0; i-- {
 		e := m.errors[i]
-		if e.resolved == "" && e.n >= len(m.steps)-3 {
+		if e.open() && e.n >= len(m.steps)-3 {
 			return "resolve \"" + clip(e.line, 140) + "\" [" + e.ids[len(e.ids)-1] + "]."
 		}
 	}

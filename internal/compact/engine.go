@@ -249,7 +249,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	}
 	budget := cfg.briefingBudget(spanTokens, folded)
 	in := brief.Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count,
-		Cache: e.steps, UserCapTokens: cfg.UserCapTokens, Focus: focus}
+		Cache: e.steps, UserCapTokens: cfg.UserCapTokens, Focus: focus, Warm: kn.takeWarm()}
 	draft, err := e.brief(ctx, in)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -308,6 +308,8 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 			b.Model, b.PromptVersion = sum.Model, sum.PromptVersion
 		}
 	}
+
+	kn.putWarm(in.Warm, at.index)
 
 	bm := briefd.BriefingMessage(b)
 	b.BriefingTokens = e.counter.CountMessage(&bm)

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/brief"
 )
 
 // DefaultMemoMessages bounds the messages an engine remembers of the
@@ -23,21 +25,33 @@ const DefaultMemoMessages = 1 << 18
 // that a history grown by a turn costs the turn: per conversation (and
 // encoding), the messages seen (copies of their headers, which hold their
 // strings), their token counts, a Validator that checked them, and
-// checkpoints of the span hash. It is an LRU bounded by the messages held
+// checkpoints of the span hash, and the briefing writer's model of the
+// span compacted last (brief.Warm), so that the next briefing of a grown
+// span reads only what was added. It is an LRU bounded by the messages held
 // (each costs about 250 bytes beside its strings, which the caller's
-// history holds too). Engines may share one; it is safe for concurrent
-// use.
+// history holds too) and, apart, by the bytes of the writer's models
+// (WarmBytesPerMessage per message of the bound; the least recently used
+// conversations' models go first). Engines may share one; it is safe for
+// concurrent use.
 type Memo struct {
-	mu    sync.Mutex
-	max   int
-	used  int
-	ll    *list.List
-	byKey map[string]*list.Element
+	mu       sync.Mutex
+	max      int
+	used     int
+	maxWarm  int
+	warmUsed int
+	ll       *list.List
+	byKey    map[string]*list.Element
 }
 
-// NewMemo returns a Memo holding at most messages messages.
+// WarmBytesPerMessage is the memory a Memo keeps for the briefing writer's
+// models of the spans compacted last, per message of its bound.
+const WarmBytesPerMessage = 512
+
+// NewMemo returns a Memo holding at most messages messages, and at most
+// messages × WarmBytesPerMessage bytes of the briefing writer's models.
 func NewMemo(messages int) *Memo {
-	return &Memo{max: max(messages, 0), ll: list.New(), byKey: map[string]*list.Element{}}
+	messages = max(messages, 0)
+	return &Memo{max: messages, maxWarm: messages * WarmBytesPerMessage, ll: list.New(), byKey: map[string]*list.Element{}}
 }
 
 // get returns the memo of a conversation compacted by engines with the
@@ -75,7 +89,36 @@ func (c *Memo) resize(m *memo, n int) {
 		delete(c.byKey, old.key)
 		c.used -= old.held
 		old.held = 0
+		c.dropWarm(old)
 	}
+}
+
+// setWarm makes w (nil: none) m's writer's model, dropping the least
+// recently used conversations' models beyond the bound (w too, if it alone
+// is larger). It reports whether m keeps w.
+func (c *Memo) setWarm(m *memo, w *brief.Warm) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byKey[m.key]; !ok || e.Value != m || w == nil || w.Bytes() > c.maxWarm {
+		c.dropWarm(m)
+		return false
+	}
+	m.warm.Store(w)
+	c.warmUsed += w.Bytes() - m.warmHeld
+	m.warmHeld = w.Bytes()
+	for e := c.ll.Back(); c.warmUsed > c.maxWarm && e != nil; e = e.Prev() {
+		if old := e.Value.(*memo); old != m {
+			c.dropWarm(old)
+		}
+	}
+	return true
+}
+
+// dropWarm lets go of m's writer's model; the caller holds c.mu.
+func (c *Memo) dropWarm(m *memo) {
+	m.warm.Store(nil)
+	c.warmUsed -= m.warmHeld
+	m.warmHeld = 0
 }
 
 // memo is what an engine remembers of one conversation. Its fields are
@@ -93,6 +136,14 @@ type memo struct {
 	v      *briefd.Validator // validated msgs; nil after a failure
 	marks  []hashMark        // increasing upto
 	pins   string            // the control's pins the marks were made with
+	// warm is the briefing writer's model of the span compacted last, the
+	// non-pinned messages of msgs[:warmUpto]; it is dropped when msgs
+	// change before warmUpto. A request takes it (Swap) for its Write and
+	// puts it back after. warmHeld is its size accounted in owner (guarded
+	// by owner.mu).
+	warm     atomic.Pointer[brief.Warm]
+	warmUpto int
+	warmHeld int
 }
 
 // hashMark is the SHA-256 state after hashing the span messages among
@@ -136,6 +187,10 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*known, error) {
 	same := m.prefix(msgs)
 	m.gen++
 	m.marks = dropMarks(m.marks, same)
+	if same < m.warmUpto {
+		m.warmUpto = 0
+		m.owner.setWarm(m, nil)
+	}
 	if m.v == nil || same < len(m.msgs) || m.v.Len() != len(m.msgs) {
 		// Changed before its end (an edit, an undo): the validator cannot
 		// go back, so the history is validated whole; counts and hash
@@ -167,7 +222,42 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*known, error) {
 func (m *memo) forget() {
 	m.gen++
 	m.msgs, m.counts, m.v, m.marks = nil, nil, nil, nil
+	m.warmUpto = 0
 	m.owner.resize(m, 0)
+	m.owner.setWarm(m, nil)
+}
+
+// takeWarm returns the briefing writer's model of the conversation's span
+// compacted last, for a Write of this request's span (which extends it
+// when the history did not change before its end), or an empty one; nil
+// without a memo.
+func (k *known) takeWarm() *brief.Warm {
+	if k.m == nil {
+		return nil
+	}
+	k.m.mu.Lock()
+	defer k.m.mu.Unlock()
+	if w := k.m.warm.Swap(nil); w != nil && k.m.gen == k.gen {
+		return w
+	}
+	return &brief.Warm{}
+}
+
+// putWarm keeps w, the model of the span msgs[:upto] without its pinned
+// messages, unless another request of the conversation came in between.
+func (k *known) putWarm(w *brief.Warm, upto int) {
+	if k.m == nil || w == nil || w.Len() == 0 {
+		return
+	}
+	k.m.mu.Lock()
+	defer k.m.mu.Unlock()
+	if k.m.gen != k.gen {
+		return
+	}
+	k.m.warmUpto = upto
+	if !k.m.owner.setWarm(k.m, w) {
+		k.m.warmUpto = 0
+	}
 }
 
 // prefix returns how many leading messages of msgs are, field for field,

@@ -1,0 +1,289 @@
+package brief
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/briefd/briefd"
+)
+
+// Warm briefings: a conversation's span grows by a turn between snapshots,
+// and its model is a left fold over the span's messages (model.read), so
+// the model of the span read last is kept and the new messages read into
+// it. What is derived from the whole model (the intentions carried out,
+// the state, the items and their fit to the budget) is derived again on
+// every call, from the model, so a warm Write writes the bytes a fresh one
+// does.
+
+// Warm is what Write keeps of one conversation between calls: the model of
+// the span it read last, before the passes over the whole of it. It is
+// not safe for concurrent use: the caller keeps one per conversation, hands
+// it to one Write at a time, and bounds the memory of those it keeps by
+// Bytes. The zero value is an empty Warm.
+type Warm struct {
+	m     *model
+	n     int // span messages read into m
+	seed  maphash.Seed
+	key   uint64 // the head and the previous briefing m was read with
+	first string // ids of the first and last messages read
+	last  string
+	// calls holds the ids of the calls read: a later result with one of
+	// them would be that call's result (build takes the last), so the
+	// span is read afresh.
+	calls map[string]bool
+	// marked counts the intentions whose window of steps has closed:
+	// whether a call carried them out is final.
+	marked int
+	bytes  int
+}
+
+// Len returns the number of span messages w holds the model of.
+func (w *Warm) Len() int {
+	if w == nil {
+		return 0
+	}
+	return w.n
+}
+
+// Bytes approximates the memory w holds beside the messages themselves
+// (its reading of tool outputs is shared with the Cache while cached).
+func (w *Warm) Bytes() int {
+	if w == nil {
+		return 0
+	}
+	return w.bytes
+}
+
+// Reset empties w.
+func (w *Warm) Reset() {
+	if w != nil {
+		*w = Warm{seed: w.seed}
+	}
+}
+
+// headKey hashes what the reading of a span depends on besides its
+// messages: the head (the policy, the task's warning check) and the
+// earlier briefing folded in.
+func (w *Warm) headKey(head []briefd.Message, prev *briefd.Briefing) uint64 {
+	var h maphash.Hash
+	h.SetSeed(w.seed)
+	str := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	for i := range head {
+		str(head[i].ID)
+		str(string(head[i].Role))
+		str(head[i].Content.String())
+	}
+	if prev != nil {
+		str("prev")
+		str(string(prev.Structured))
+		var d [8]byte
+		binary.LittleEndian.PutUint64(d[:], uint64(prev.Depth))
+		h.Write(d[:])
+	}
+	return h.Sum64()
+}
+
+// resume returns the model to read span[from:] into: w's when span
+// extends the span w read (the caller guarantees that its first w.Len()
+// messages are those w read; the head, the previous briefing and the ids
+// at the seam are checked here), else a new one.
+func (w *Warm) resume(head, span []briefd.Message, prev *briefd.Briefing) (m *model, from int) {
+	if w.seed == (maphash.Seed{}) {
+		w.seed = maphash.MakeSeed()
+	}
+	key := w.headKey(head, prev)
+	if w.m != nil && w.key == key && w.n > 0 && w.n <= len(span) && span[0].ID == w.first && span[w.n-1].ID == w.last &&
+		w.fresh(span[w.n:]) {
+		w.m.head = head
+		w.m.findResults(span, w.n)
+		return w.m, w.n
+	}
+	w.Reset()
+	w.key = key
+	w.calls = map[string]bool{}
+	return newModel(head, span), 0
+}
+
+// fresh reports whether reading the new messages leaves what was read
+// before as a fresh reading of the whole span would have it: no new real
+// user message where there was none (model.dialogue), no new result for a
+// call read before.
+func (w *Warm) fresh(add []briefd.Message) bool {
+	if !w.m.dialogue && hasDialogue(add) {
+		return false
+	}
+	for i := range add {
+		if add[i].Role == briefd.RoleTool && add[i].ToolCallID != "" {
+			if _, ok := w.m.results[add[i].ToolCallID]; ok || w.calls[add[i].ToolCallID] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// keep records that m holds span, read from from on.
+func (w *Warm) keep(m *model, span []briefd.Message, from, steps int) {
+	w.m, w.n = m, len(span)
+	if len(span) > 0 {
+		w.first, w.last = span[0].ID, span[len(span)-1].ID
+	}
+	for i := from; i < len(span); i++ {
+		w.bytes += 160 + len(span[i].Content.Text)/4
+		for k := range span[i].ToolCalls {
+			w.calls[span[i].ToolCalls[k].ID] = true
+			w.bytes += 48
+		}
+	}
+	for _, s := range m.steps[steps:] {
+		w.bytes += 256 + s.f.cost
+	}
+}
+
+// markIntentions marks the intentions carried out, from the first whose
+// window of steps is still open; marks only go from not done to done as
+// steps are added, so the model keeps them.
+func (w *Warm) markIntentions() {
+	m := w.m
+	m.markIntentionsFrom(w.marked)
+	for w.marked < len(m.intents) && m.intents[w.marked].n+intentWindow <= len(m.steps) {
+		w.marked++
+	}
+}
+
+// readSpan reads span into w's model (the part w has not read), checking
+// ctx between messages; on an error w is left empty.
+func (w *Warm) readSpan(ctx context.Context, head, span []briefd.Message, prev *briefd.Briefing, cache *Cache) (*model, error) {
+	m, from := w.resume(head, span, prev)
+	steps := len(m.steps)
+	if len(span)-from > 256 {
+		if err := prewarm(ctx, head, span, from, cache); err != nil {
+			w.Reset()
+			return nil, err
+		}
+	}
+	for i := from; i < len(span); i++ {
+		if i%32 == 0 && ctx.Err() != nil {
+			w.Reset()
+			return nil, context.Cause(ctx)
+		}
+		m.read(span, i, prev, cache)
+	}
+	w.keep(m, span, from, steps)
+	w.markIntentions()
+	return m, nil
+}
+
+// journal records a file lookup's change to the model while it is sealed.
+func (m *model) journal(key string, f *fileState) {
+	if !m.sealed {
+		return
+	}
+	u := fileUndo{key: key, f: f}
+	if f != nil {
+		u.path = f.path
+	}
+	m.undo = append(m.undo, u)
+}
+
+// fileUndo is a file lookup to undo: the key it added and the path it
+// lengthened.
+type fileUndo struct {
+	key  string
+	f    *fileState
+	path string
+}
+
+// seal marks the reading done: the passes over the whole model may look
+// files up (adding the forms of a path they name), and unseal takes those
+// back, so that the model stays what reading the messages made it.
+func (m *model) seal() {
+	m.sealed, m.keys, m.undo = true, len(m.fileKeys), nil
+}
+
+func (m *model) unseal() {
+	for i := len(m.undo) - 1; i >= 0; i-- {
+		u := m.undo[i]
+		delete(m.files, u.key)
+		if u.f != nil {
+			u.f.path = u.path
+		}
+	}
+	m.fileKeys = m.fileKeys[:m.keys]
+	m.sealed, m.undo = false, nil
+}
+
+// stepsOn returns the steps that touched f alone, in order. The index
+// grows with the steps: a step's one path names the same file state for
+// good (the path it recorded is a key of files, which never changes).
+func (m *model) stepsOn(f *fileState) []*step {
+	if m.onFile == nil {
+		m.onFile = map[*fileState][]*step{}
+	}
+	for ; m.onFileN < len(m.steps); m.onFileN++ {
+		s := m.steps[m.onFileN]
+		if len(s.files) != 1 {
+			continue
+		}
+		if g := m.file(s.files[0], false); g != nil {
+			m.onFile[g] = append(m.onFile[g], s)
+		}
+	}
+	return m.onFile[f]
+}
+
+// weight is noteWeight(t), computed once per text.
+func (m *model) weight(t string) float64 {
+	w, ok := m.weights[t]
+	if !ok {
+		if m.weights == nil {
+			m.weights = map[string]float64{}
+		}
+		w = noteWeight(t)
+		m.weights[t] = w
+	}
+	return w
+}
+
+// lineKey names a group of steps and what its line reads besides them.
+type lineKey struct {
+	first, last int    // the group's first and last steps
+	mid         string // the steps between, when there are any
+	react       bool   // its last step's reaction is known (salient, reading)
+}
+
+// groupTexts returns the group's line at every level ("- " + group.text),
+// written once per group. A step's line reads its steps (their facts, ids
+// and outcome, fixed when read, and the last one's reaction, which the
+// next assistant message sets once), earlier steps (an earlier response
+// of the same URL), the head's policy (fixed for a Warm) and which records
+// are in play: the texts are written again when the records grow. A rule
+// that makes a step's line read more of the model must be added to the
+// key (TestWarmWriteIdentity finds what it misses).
+func (m *model) groupTexts(g *group) [levels]string {
+	if m.lines == nil || m.linesRecs != len(m.records) {
+		m.lines, m.linesRecs = map[lineKey][levels]string{}, len(m.records)
+	}
+	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != ""}
+	if len(g.steps) > 2 {
+		b := make([]byte, 0, 4*len(g.steps))
+		for _, s := range g.steps[1 : len(g.steps)-1] {
+			b = binary.AppendUvarint(b, uint64(s.n))
+		}
+		k.mid = string(b)
+	}
+	texts, ok := m.lines[k]
+	if !ok {
+		for lv := range levels {
+			texts[lv] = "- " + g.text(m, lv)
+		}
+		m.lines[k] = texts
+	}
+	return texts
+}

@@ -1,0 +1,186 @@
+package brief
+
+import (
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/briefd/briefd"
+)
+
+// turnEnds returns the ends of span's prefixes that split no call from
+// its result: a span may end before any message but a tool result.
+func turnEnds(span []briefd.Message) []int {
+	var ends []int
+	for k := 1; k <= len(span); k++ {
+		if k == len(span) || span[k].Role != briefd.RoleTool {
+			ends = append(ends, k)
+		}
+	}
+	return ends
+}
+
+// sameDraft fails unless a warm draft is byte for byte the fresh one.
+func sameDraft(t *testing.T, what string, warm, fresh *Draft) {
+	t.Helper()
+	if warm.Text != fresh.Text {
+		t.Fatalf("%s: text differs from a fresh Write:\nwarm:\n%s\nfresh:\n%s", what, warm.Text, fresh.Text)
+	}
+	if string(warm.Structured) != string(fresh.Structured) {
+		t.Fatalf("%s: record differs from a fresh Write:\nwarm:  %s\nfresh: %s", what, warm.Structured, fresh.Structured)
+	}
+	if warm.Depth != fresh.Depth || warm.BudgetTokens != fresh.BudgetTokens || !reflect.DeepEqual(warm.Coverage, fresh.Coverage) {
+		t.Fatalf("%s: depth, budget or coverage differ: warm %d %d %+v, fresh %d %d %+v", what,
+			warm.Depth, warm.BudgetTokens, warm.Coverage, fresh.Depth, fresh.BudgetTokens, fresh.Coverage)
+	}
+}
+
+// TestWarmWriteIdentity grows the span of every history (the shipped ones
+// and the shared ones) turn by turn, and in steps of a few turns, and
+// checks that a Write continuing a Warm writes what a fresh Write (no
+// Warm, no Cache) writes: the text, the record and the coverage. It does
+// the same for a chained span (an earlier briefing, then the messages
+// after it), with the earlier briefing's record and with its text alone,
+// and for a Warm handed a span it does not extend (another start, an
+// edited message, another head).
+func TestWarmWriteIdentity(t *testing.T) {
+	hs := histories(t)
+	names := make([]string, 0, len(hs))
+	for name := range hs {
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		t.Skip("no histories")
+	}
+	sort.Strings(names)
+	count := counter(t)
+	for h, name := range names {
+		if testing.Short() && h%3 != 0 {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			warmIdentity(t, hs[name], count, uint64(h), h%3 == 0)
+		})
+	}
+}
+
+// warmIdentity runs TestWarmWriteIdentity on one history; every turn's
+// Write is compared when all is set, every third one otherwise.
+func warmIdentity(t *testing.T, msgs []briefd.Message, count func(string) int, seed uint64, all bool) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(12, seed))
+	head, _ := headAndSpan(msgs)
+	span := msgs[len(head):]
+	for len(span) > 0 && (span[0].Role == briefd.RoleTool || span[0].Pinned) {
+		span = span[1:]
+	}
+	if len(span) < 4 {
+		t.Skip("a short history")
+	}
+	// The fresh Writes have a Cache of their own: reading is cached apart
+	// from the Warm's (a Cache changes no byte: TestWriteProperties).
+	cache, freshCache := NewCache(0, 0), NewCache(0, 0)
+	budget := 300 + rng.IntN(2500)
+	write := func(w *Warm, head, span []briefd.Message, prev *briefd.Briefing, focus string) *Draft {
+		t.Helper()
+		in := Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: count, Focus: focus,
+			Warm: w, Cache: cache}
+		d, err := Write(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Len() != len(span) {
+			t.Fatalf("the Warm holds %d messages of %d", w.Len(), len(span))
+		}
+		return d
+	}
+	check := func(what string, w *Warm, head, span []briefd.Message, prev *briefd.Briefing, focus string) *Draft {
+		t.Helper()
+		warm := write(w, head, span, prev, focus)
+		fresh, err := Write(ctx, Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: count, Focus: focus,
+			Cache: freshCache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameDraft(t, what, warm, fresh)
+		return fresh
+	}
+	ends := turnEnds(span)
+	// Turn by turn, then the same Warm again (the ledger's second Write
+	// of one span).
+	w := &Warm{}
+	for i, k := range ends {
+		if all || i%3 == 2 || i == len(ends)-1 {
+			check("turn by turn at "+span[k-1].ID, w, head, span[:k], nil, "")
+		} else {
+			write(w, head, span[:k], nil, "")
+		}
+	}
+	check("again", w, head, span, nil, "")
+	// Several turns at a time, with a focus.
+	w = &Warm{}
+	for i := rng.IntN(3); i < len(ends); i += 1 + rng.IntN(6) {
+		check("by steps at "+span[ends[i]-1].ID, w, head, span[:ends[i]], nil, "tests")
+	}
+	// A span that the Warm's does not extend: another start, another head
+	// (the caller drops the Warm on an edit; Write's own checks catch the
+	// start and the head).
+	if len(ends) > 4 {
+		k := ends[len(ends)/2]
+		check("later start", w, head, span[ends[1]:k], nil, "")
+		check("other head", w, head[:len(head)-1], span[:k], nil, "")
+	}
+	// Chained: an earlier briefing of the first third, then the rest grown
+	// turn by turn; with the briefing's record, and with its text alone.
+	k1 := ends[len(ends)/3]
+	first := check("chained first", &Warm{}, head, span[:k1], nil, "")
+	b := &briefd.Briefing{BoundaryID: span[k1].ID, Text: first.Text, Structured: first.Structured, Depth: first.Depth}
+	chain := append([]briefd.Message{briefd.BriefingMessage(b)}, span[k1:]...)
+	for _, prev := range []*briefd.Briefing{b, nil} {
+		w = &Warm{}
+		for i, k := range turnEnds(chain) {
+			if i%2 == 0 || k == len(chain) {
+				check("chained at "+chain[k-1].ID, w, head, chain[:k], prev, "")
+			} else {
+				write(w, head, chain[:k], prev, "")
+			}
+		}
+	}
+}
+
+// TestWarmUndoesLookups checks that what the passes over a warm model
+// change (a file looked up by another form of its path) is taken back, so
+// that the next span is read into the model reading alone made.
+func TestWarmUndoesLookups(t *testing.T) {
+	b := &spanBuilder{}
+	b.user("fix the parser")
+	b.bash("Look at it.", "cat src/pkg/parse.py", rc(0, "def parse(): pass"))
+	b.bash("Search for parse.", "grep -rn parse .", rc(0, "pkg/parse.py:1:def parse(): pass"))
+	w := &Warm{}
+	in := Input{Span: b.msgs, BudgetTokens: 800, CountTokens: counter(t), Warm: w}
+	if _, err := Write(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	m := w.m
+	keys := strings.Join(m.fileKeys, " ")
+	var paths []string
+	for _, k := range m.fileKeys {
+		paths = append(paths, m.files[k].path)
+	}
+	fresh := build(nil, b.msgs, nil, nil)
+	if len(fresh.files) != len(m.files) {
+		t.Fatalf("the warm model has %d file keys after Write, reading alone %d", len(m.files), len(fresh.files))
+	}
+	if want := strings.Join(fresh.fileKeys, " "); keys != want {
+		t.Fatalf("file keys %q, want %q", keys, want)
+	}
+	for i, k := range fresh.fileKeys {
+		if fresh.files[k].path != paths[i] {
+			t.Fatalf("path %q, want %q", paths[i], fresh.files[k].path)
+		}
+	}
+}
