@@ -594,3 +594,11 @@ func TestSentences(t *testing.T) {
 		}
 	}
 }
+
+func TestRecordsDigest(t *testing.T) {
+	recs := parseRecords(`[{"flight_number": "HAT052", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": "03:00:00", "status": "available", "prices": {"economy": 125, "business": 328}}, {"flight_number": "HAT102", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": "21:00:00", "status": "available", "prices": {"economy": 117, "business": 296}}]`, "")
+	want := "(columns: scheduled_departure_time_est; prices (economy, business)): HAT052 03:00, 125/328 | HAT102 21:00, 117/296"
+	if got := recordsDigest(recs); got != want {
+		t.Fatalf("recordsDigest = %q, want %q", got, want)
+	}
+}

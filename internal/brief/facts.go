@@ -609,6 +609,9 @@ func recordsText(m *model, s *step, level int) string {
 	max := []int{12, 8, 0}[level]
 	t := strconv.Itoa(len(recs)) + " records"
 	if max == 0 {
+		if d := recordsDigest(recs); d != "" {
+			return clip(t+" "+d, 360)
+		}
 		ids := make([]string, 0, len(recs))
 		for _, r := range recs {
 			ids = append(ids, r.id)
@@ -624,6 +627,83 @@ func recordsText(m *model, s *step, level int) string {
 		t += " | …"
 	}
 	return clip(t, []int{1400, 420}[level])
+}
+
+var (
+	numberMapRe = regexp.MustCompile(`^\w+ -?\d+(?:\.\d+)?(?:, \w+ -?\d+(?:\.\d+)?)*$`)
+	secondsRe   = regexp.MustCompile(`\b(\d{1,2}:\d{2}):00\b`)
+	choiceRe    = regexp.MustCompile(`(?i)price|cost|fare|amount|total|time|date|depart|arriv|seat|stock|status`)
+)
+
+// recordsDigest writes a list of alike records (search results) by what
+// tells them apart, the things one is chosen by: "(columns:
+// scheduled_departure_time_est; prices (basic_economy, economy, business)):
+// HAT052 03:00, 54/125/328 | HAT102 21:00, 81/117/296". Empty when the
+// records are not alike or nothing short tells them apart.
+func recordsDigest(recs []record) string {
+	if len(recs) < 2 || len(recs) > 12 {
+		return ""
+	}
+	shape := recs[0].shape()
+	for _, r := range recs[1:] {
+		if r.shape() != shape {
+			return ""
+		}
+	}
+	type column struct {
+		name   string
+		label  string
+		values []string
+	}
+	var cols []column
+	for _, f := range recs[0].fields {
+		if !choiceRe.MatchString(f.name) {
+			continue
+		}
+		c := column{name: f.name, label: f.name}
+		varies, ok := false, true
+		for _, r := range recs {
+			v, _ := r.value(f.name)
+			varies = varies || v != f.value
+			switch {
+			case numberMapRe.MatchString(v):
+				var keys, nums []string
+				for _, kv := range strings.Split(v, ", ") {
+					k, n, _ := strings.Cut(kv, " ")
+					keys, nums = append(keys, k), append(nums, n)
+				}
+				c.label = f.name + " (" + strings.Join(keys, ", ") + ")"
+				v = strings.Join(nums, "/")
+			case len(v) <= 12:
+				v = secondsRe.ReplaceAllString(v, "$1")
+			default:
+				ok = false
+			}
+			c.values = append(c.values, v)
+		}
+		if ok && varies {
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) == 0 {
+		return ""
+	}
+	if len(cols) > 4 {
+		cols = cols[:4]
+	}
+	labels := make([]string, len(cols))
+	for i, c := range cols {
+		labels[i] = c.label
+	}
+	rows := make([]string, len(recs))
+	for k, r := range recs {
+		vals := make([]string, len(cols))
+		for i, c := range cols {
+			vals[i] = c.values[k]
+		}
+		rows[k] = r.id + " " + strings.Join(vals, ", ")
+	}
+	return "(columns: " + strings.Join(labels, "; ") + "): " + strings.Join(rows, " | ")
 }
 
 func headLines2(r []record, n int) []record {

@@ -271,7 +271,9 @@ func condenseObject(m *object, depth int) string {
 			var vals []string
 			for _, ik := range inner.keys {
 				s := scalarString(inner.get(ik))
-				if s != "" && s != k && ik != "id" && len(s) <= 40 {
+				// A value the key already says ("gift_card" of
+				// gift_card_7091239) is left out.
+				if s != "" && s != k && ik != "id" && len(s) <= 40 && !strings.HasPrefix(k, s) {
 					vals = append(vals, s)
 				}
 			}
@@ -374,6 +376,9 @@ func (r *record) line(prefer func(string) bool, max int) string {
 // passes to its tools again.
 func holdsIDs(v string) bool {
 	for _, w := range strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == '(' || r == ')' || r == ';' }) {
+		if strings.Contains(w, "@") {
+			continue // an email address is a contact, not an id a tool takes
+		}
 		letters, digits := false, false
 		for i := 0; i < len(w); i++ {
 			c := w[i]

@@ -619,7 +619,10 @@ func recordSteps(m *model, id string) []*step {
 // idsOnly reduces a cell to the ids it holds and the date that ends it
 // ("HAT099, HAT274 05-22"), a list of names to its count ("(3)"), or
 // else "…".
-func idsOnly(v string) string {
+func idsOnly(v string) string { return idsUpTo(v, 4) }
+
+// idsUpTo is idsOnly keeping up to n ids of a list.
+func idsUpTo(v string, n int) string {
 	var ids []string
 	words := strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == ';' })
 	for _, w := range words {
@@ -633,8 +636,8 @@ func idsOnly(v string) string {
 		}
 		return "…"
 	}
-	if len(ids) > 4 {
-		return strings.Join(ids[:4], ", ") + moreCount(len(ids), 4)
+	if len(ids) > n {
+		return strings.Join(ids[:n], ", ") + moreCount(len(ids), n)
 	}
 	// Each id keeps the date written after it ("HAT116, HAT020 05-04,
 	// HAT169 05-06"): a list of flights keeps its days.
@@ -791,8 +794,9 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 	switch {
 	case m.userSaid(r.id):
 		// The record the user named (their profile, the reservation they
-		// gave): what the conversation is about.
-		it.prio += 0.25
+		// gave): what the conversation is about, and where the ids later
+		// calls take (payment methods, reservations) come from.
+		it.prio += 1.5
 	case m.usedLater(r):
 		it.prio += 1.25 // a later call acted on it: it is in play
 	}
@@ -811,14 +815,17 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		brief := rest
 		brief.fields = nil
 		for _, f := range rest.fields {
-			if len(f.value) > minCell && !looksLikeDate(f.value) {
-				if f.value = idsOnly(f.value); f.value == "…" {
+			if len(f.value) > minCell && !looksLikeDate(f.value) && !(holdsIDs(f.value) && len(f.value) <= 160) {
+				// A record's own lists of ids (its reservations, its
+				// payment methods, with their balances when short) are
+				// what later calls take.
+				if f.value = idsUpTo(f.value, 8); f.value == "…" {
 					continue
 				}
 			}
 			brief.fields = append(brief.fields, f)
 		}
-		it.texts[levelMin] = head + brief.line(m.prefersField, 300)
+		it.texts[levelMin] = head + brief.line(m.prefersField, 360)
 	} else {
 		// Cells are cut one by one so that the columns stay aligned; the
 		// least detail keeps the short cells (a cabin, a flag, a date)
