@@ -208,8 +208,10 @@ func TestHandOffRules(t *testing.T) {
 	})
 	t.Run("a file view says what its lines hold", func(t *testing.T) {
 		var b spanBuilder
-		doc := "Here's the result of running `cat -n` on /w/cli.pony:\n     1\t\"\"\"\n     2\t# CLI Package\n     3\t\n     4\tThe CLI package parses command lines.\n     5\tclass Example is not code here\n     6\tMore prose.\n     7\t\"\"\"\n"
-		code := "Here's the result of running `cat -n` on /w/parser.py:\n     1\timport os\n     2\t\n     3\tclass CommandParser:\n     4\t    def parse(self, args):\n     5\t        return args\n"
+		prose := strings.Repeat("     6\tMore prose about the package, long enough to make this view more than a small file.\n", 8)
+		doc := "Here's the result of running `cat -n` on /w/cli.pony:\n     1\t\"\"\"\n     2\t# CLI Package\n     3\t\n     4\tThe CLI package parses command lines.\n     5\tclass Example is not code here\n" + prose + "     7\t\"\"\"\n"
+		code := "Here's the result of running `cat -n` on /w/parser.py:\n     1\timport os\n     2\t\n     3\tclass CommandParser:\n     4\t    def parse(self, args):\n     5\t        return args\n" +
+			strings.Repeat("     6\t# a comment line that makes this view larger than a small file\n", 8)
 		b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony"}`, doc).
 			step("", "str_replace_editor", `{"command": "view", "path": "/w/parser.py"}`, code)
 		d := write(t, b.msgs, 700)
@@ -341,6 +343,16 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 900)
 		mustContain(t, d.Text, "changed: sympy/printing/str.py", "sympy/printing/str.py: rewritten by running update_str.py [m0005]",
 			"its message's call: grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py")
+	})
+	t.Run("a small file read whole keeps its content", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "cat eps1.7_wh1ter0se.m4v", rc(0, "EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")).
+			bash("", "cat ./key.txt", rc(0, "flat{not_the_flag}"))
+		for i := range 14 {
+			b.bash("Probe.", fmt.Sprintf("curl http://h/%d", i), rc(0, fmt.Sprintf("page %d says something long enough to matter here", i)))
+		}
+		d := write(t, b.msgs, 700)
+		mustContain(t, d.Text, "eps1.7_wh1ter0se.m4v: read", "content:\n    EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")
 	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder

@@ -448,7 +448,9 @@ func listText(o *output, level int) string {
 		if len(entries) <= 3 {
 			return clip(strings.Join(entries, " "), 60) // as short as a count
 		}
-		return strconv.Itoa(len(entries)) + " entries"
+		// The names are what a listing shows (is there a CMakeLists.txt, a
+		// build/?): the first ones and the count.
+		return clip(strings.Join(headLines(entries, 12), " "), 110) + " (" + strconv.Itoa(len(entries)) + " entries)"
 	}
 	t := strings.Join(headLines(entries, max), " ")
 	if len(entries) > max {

@@ -263,6 +263,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			}
 			read := readParts(f, views)
 			shown := viewOutline(views)
+			content := smallViewed(views)
 			if shown != "" {
 				read += "; " + shown
 			}
@@ -276,7 +277,16 @@ func (l *layout) buildFiles(recency func(int) float64) {
 				it.texts[levelShort] += "; notable: " + clip(notable[len(notable)-1], 110)
 			}
 			it.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
-			if shown != "" {
+			switch {
+			case content != "":
+				// A small file read whole is its content (a key, a
+				// ciphertext, a config): kept at every level.
+				it.prio += 1
+				c := "; content:\n" + indent(content)
+				it.texts[levelFull] = clip(it.texts[levelFull], 700) + c
+				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + c
+				it.texts[levelMin] += c
+			case shown != "":
 				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
 				it.texts[levelMin] += ": " + clip(shown, 70)
 			}
@@ -360,6 +370,29 @@ func readParts(f *fileState, views []*step) string {
 		parts = append(parts[:2], append([]string{"…"}, parts[len(parts)-3:]...)...)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// smallViewed is the text of a file's last view when the view showed all
+// of a small file (at most 400 bytes, 12 lines), numbering dropped.
+func smallViewed(views []*step) string {
+	s := views[len(views)-1]
+	o := &s.f.out
+	if o.empty || len(o.body) > 400 || o.totalLines > smallFileLines+1 || strings.Contains(o.body, "characters elided") {
+		return ""
+	}
+	for _, op := range s.f.call.ops {
+		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
+			return "" // a part of the file
+		}
+	}
+	lines := splitLines(strings.TrimSpace(o.body))
+	if o.file != "" && len(lines) > 0 {
+		lines = lines[1:] // the editor's header
+	}
+	if c := editorContent(lines); c != "" {
+		return c
+	}
+	return strings.Join(lines, "\n")
 }
 
 // viewOutline joins what the views of a file showed, newest last, once
