@@ -808,7 +808,12 @@ func findSalient(s *step, n int) []string {
 // compactNumbered turns "   917\t        qs = x" into "917: qs = x".
 func compactNumbered(l string) string {
 	if m := numberedLineRe.FindStringSubmatch(l); m != nil {
-		return m[1] + ": " + strings.TrimSpace(m[2])
+		rest := strings.TrimSpace(m[2])
+		// grep -n over nl -ba output numbers the line twice ("629: 629 def").
+		if r, ok := strings.CutPrefix(rest, m[1]); ok && (strings.HasPrefix(r, " ") || strings.HasPrefix(r, "\t")) {
+			rest = strings.TrimSpace(r)
+		}
+		return m[1] + ": " + rest
 	}
 	return strings.TrimSpace(l)
 }

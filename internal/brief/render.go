@@ -206,7 +206,13 @@ func quoteHead(t string, n int) string {
 	if len(t) <= n || strings.HasSuffix(t, " […]") {
 		return t
 	}
-	return headOf(t, n) + " […]"
+	h := headOf(t, n)
+	// Cut between words: a quote ending mid-word ("as s […]") reads as a
+	// different word.
+	if i := strings.LastIndexAny(h, " \n"); i >= n*2/3 {
+		h = h[:i]
+	}
+	return strings.TrimRight(h, " \n") + " […]"
 }
 
 // shortenUser cuts a long user message to about cap tokens, marking it.
