@@ -501,8 +501,15 @@ func isDecision(s string) bool {
 	case "Maybe", "Perhaps", "Wait", "Hmm", "Possibly", "If", "Unless":
 		return false // speculation, not a decision
 	}
-	return strings.Contains(s, "`") || len(ident.Identifiers(s)) > 0 || len(keyWords(s)) > 0
+	if strings.Contains(s, "`") || len(ident.Identifiers(s)) > 0 || len(keyWords(s)) > 0 {
+		return true
+	}
+	// A hypothesis names its subject in plain words: "Perl's open
+	// function", "a CGI vulnerability".
+	return hypothesisRe.MatchString(s) && properNounRe.MatchString(s[1:])
 }
+
+var properNounRe = regexp.MustCompile(`\b[A-Z][A-Za-z]{2,}`)
 
 // sentences splits prose into sentences, dropping code lines and list
 // markers.

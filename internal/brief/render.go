@@ -1039,11 +1039,12 @@ func (l *layout) buildNotes(recency func(int) float64) {
 		if first && hypothesisRe.MatchString(nt.text) {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
-			it.prio += 2
+			it.prio += 3
 			first = false
 		}
 		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
+		it.texts[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)
 		l.items = append(l.items, it)
 	}
 }
