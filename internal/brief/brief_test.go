@@ -320,7 +320,8 @@ func TestHandOffRules(t *testing.T) {
 			bash("", "pytest tests/test_b.py", rc(4, "ERROR: file or directory not found: tests/test_b.py")).
 			bash("", "pytest tests/test_c.py", rc(0, "===== 45 passed in 1.2s ====="))
 		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "No module named pytest [m0003]: resolved [m0009]", "tests/test_b.py [m0007]: resolved [m0009]",
+		mustContain(t, d.Text, "No module named pytest [m0003]: resolved [m0007] with another command: pytest tests/test_b.py",
+			"tests/test_b.py [m0007]: resolved [m0009]",
 			"pip install pytest → Requirement already satisfied")
 		mustNotContain(t, d.Text, "still failing", "after pip install")
 	})
@@ -353,6 +354,24 @@ func TestHandOffRules(t *testing.T) {
 		}
 		d := write(t, b.msgs, 700)
 		mustContain(t, d.Text, "eps1.7_wh1ter0se.m4v: read", "content:\n    EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")
+	})
+	t.Run("a line's error is resolved by a later success of its last command", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "sed -i '301i print(x)' sphinx/util/docfields.py && sphinx-build -b html repro repro/_build/html",
+			rc(2, "Traceback (most recent call last):\n  File \"sphinx/util/docfields.py\", line 301\nIndentationError: expected an indented block")).
+			bash("", "git checkout sphinx/util/docfields.py", rc(0, "")).
+			bash("", "sphinx-build -b html repro repro/_build/html", rc(0, "build succeeded."))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "IndentationError: expected an indented block", "resolved [m0007]")
+		mustNotContain(t, d.Text, "unresolved")
+	})
+	t.Run("a file a script writes and removes is not changed by it", func(t *testing.T) {
+		var b spanBuilder
+		script := "import os\nwith open('books.json', 'w') as f:\n    f.write('[]')\nos.remove('books.json')\n"
+		b.bash("", "cat <<'EOF' > repro.py\n"+script+"EOF", rc(0, "")).
+			bash("", "python repro.py", rc(0, "done"))
+		d := write(t, b.msgs, 800)
+		mustNotContain(t, d.Text, "books.json: rewritten", "changed: books.json")
 	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder

@@ -76,6 +76,10 @@ type call struct {
 	target string // what it acted on: a path, a URL, a record id, a script
 	ops    []fileOp
 	args   map[string]string // scalar arguments of an API tool
+	// lastHead is the program and first operand of a shell line's last
+	// command, whose exit the line's is ("sphinx-build html" of "sed -i
+	// … && rm -rf _build && sphinx-build -b html src _build/html").
+	lastHead string
 	// params are the short arguments of any tool but a shell, to tell what
 	// a retry changed (view_range [100, -1], was [100, 150]).
 	params  map[string]string
@@ -109,8 +113,10 @@ func classifyCall(name, rawArgs string) call {
 			op.outline = outline(strings.Split(op.body, "\n"))
 		}
 		if strings.HasSuffix(op.path, ".py") {
-			// A script that rewrites other files changes them when it runs.
-			op.writes = slices.DeleteFunc(pythonWrites(op.body), func(p string) bool { return p == op.path })
+			// A script that rewrites other files changes them when it runs;
+			// one it also removes (a fixture cleaned up) is left as it was.
+			removed := pythonRemoves(op.body)
+			op.writes = slices.DeleteFunc(pythonWrites(op.body), func(p string) bool { return p == op.path || removed[p] })
 		}
 	}
 	return c
@@ -350,6 +356,17 @@ func classifyPython(code string) call {
 	return c
 }
 
+var pyRemove = regexp.MustCompile(`(?:os\.remove|os\.unlink|shutil\.rmtree|\.unlink)\(\s*(?:Path\()?\s*['"]([^'"]+)['"]`)
+
+// pythonRemoves are the paths a script deletes.
+func pythonRemoves(code string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range pyRemove.FindAllStringSubmatch(code, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
 func pythonWrites(code string) []string {
 	var out []string
 	for _, m := range pyOpenWrite.FindAllStringSubmatch(code, -1) {
@@ -463,6 +480,15 @@ func classifyShell(line string) call {
 	}
 	if c.target == "" {
 		c.target = commandHead(line)
+	}
+	for i := len(cmds) - 1; i >= 0; i-- {
+		if p := cmds[i].prog(); p != "" && p != "cd" {
+			c.lastHead = p
+			if ops := cmds[i].operands(); len(ops) > 0 {
+				c.lastHead += " " + ops[0]
+			}
+			break
+		}
 	}
 	return c
 }

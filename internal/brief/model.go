@@ -134,6 +134,7 @@ type errState struct {
 	key        string // what failed: the kind and target of the step
 	resolved   string // the message of the first success of the same thing
 	resolvedBy *step  // that success
+	lastHead   string // the failed line's last command (call.lastHead), which a later success of resolves it
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
@@ -900,10 +901,10 @@ func (m *model) trackError(s *step) {
 	if s.failed && len(o.missing) > 0 && (s.f.call.kind == kindList || s.f.call.kind == kindView || s.f.call.kind == kindSearch) {
 		return // a path that does not exist is a finding, told by its file line
 	}
+	kindKey := "any " + s.f.call.kind.String()
 	if !s.failed {
-		kindKey := "any " + s.f.call.kind.String()
 		for _, e := range m.errors {
-			if e.resolved == "" && (e.key == key || e.key == kindKey) {
+			if e.resolved == "" && (e.key == key || e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead) {
 				e.resolved, e.resolvedBy = s.id(), s
 				e.fix = m.fixBetween(e, s)
 			}
@@ -926,10 +927,18 @@ func (m *model) trackError(s *step) {
 			return
 		}
 	}
+	// A run of a kind whose earlier run could not start (a module or file
+	// not found), failing otherwise, got past that: it resolves it.
+	for _, e := range m.errors {
+		if e.resolved == "" && e.key == kindKey && e.line != line {
+			e.resolved, e.resolvedBy = s.id(), s
+			e.fix = m.fixBetween(e, s)
+		}
+	}
 	if invocationRe.MatchString(line) && (s.f.call.kind == kindTest || s.f.call.kind == kindRun) {
 		// The command could not start (a module or file not found): any
 		// later run of the same kind that works went past it.
-		key = "any " + s.f.call.kind.String()
+		key = kindKey
 	}
 	for _, e := range m.errors {
 		if e.line == line && e.key == key && e.resolved == "" {
@@ -939,7 +948,7 @@ func (m *model) trackError(s *step) {
 			return
 		}
 	}
-	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1})
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead})
 }
 
 // installedNothing reports an install that found everything in place.
@@ -1001,10 +1010,19 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 			return "with " + d
 		}
 		if last.f.call.label != ok.f.call.label {
+			if progOf(last.f.call.label) != progOf(ok.f.call.label) {
+				return "with another command: " + clip(ok.f.call.label, 100)
+			}
 			return "with different arguments: " + clip(ok.f.call.label, 100)
 		}
 	}
 	return "on a retry"
+}
+
+// progOf is the first word of a command line.
+func progOf(label string) string {
+	p, _, _ := strings.Cut(label, " ")
+	return p
 }
 
 // paramsChange tells the arguments a retry changed: "view_range [100, -1]

@@ -166,6 +166,29 @@ func formAttrs(tag string) string {
 	return strings.Join(parts, " ")
 }
 
+// closeQuote completes a line whose `quote` goes on over the next lines
+// (an editor's "old_str `case X:\n    y` did not appear verbatim"), so the
+// message is not cut inside the text it quotes; newlines become "⏎".
+func closeQuote(line string, next []string) string {
+	if strings.Count(line, "`")%2 == 0 {
+		return line
+	}
+	var b strings.Builder
+	b.WriteString(line)
+	for _, n := range next {
+		if b.Len() > 400 {
+			break
+		}
+		b.WriteString(" ⏎ ")
+		b.WriteString(strings.TrimSpace(n))
+		if strings.Count(n, "`")%2 == 1 {
+			// The quote closes on this line: the rest of the message too.
+			break
+		}
+	}
+	return b.String()
+}
+
 // stripTags reads a line of markup as its text ("<ul
 // class="errorlist"><li>article instance … does not exist.</li>" becomes
 // "article instance … does not exist."); a line with fewer than two tags
@@ -398,9 +421,9 @@ func readErrors(o *output, lines []string) {
 			continue
 		}
 		if t == "ERROR:" || t == "Error:" || t == "error:" {
-			for _, n := range probe[i+1:] {
+			for k, n := range probe[i+1:] {
 				if n = strings.TrimSpace(n); n != "" {
-					o.errLine = clip(t+" "+n, 240)
+					o.errLine = clip(t+" "+closeQuote(n, probe[i+2+k:]), 240)
 					break
 				}
 			}
