@@ -165,6 +165,9 @@ func sectionLine(line string) (section, string, bool) {
 		if strings.HasPrefix(line, name+":") {
 			return sec, strings.TrimSpace(line[len(name)+1:]), true
 		}
+		if sec == secIndex && strings.HasPrefix(line, name+indexNote+":") {
+			return sec, strings.TrimSpace(line[len(name)+len(indexNote)+1:]), true
+		}
 	}
 	return 0, "", false
 }

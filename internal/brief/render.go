@@ -275,12 +275,12 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			}
 			it.texts[levelFull] = "- " + f.name() + ": read " + read
 			if len(notable) > 0 {
-				it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")
+				it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
 			}
 			it.texts[levelFull] = clip(it.texts[levelFull], 700)
 			it.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
 			if len(notable) > 0 {
-				it.texts[levelShort] += "; notable: " + clip(notable[len(notable)-1], 110)
+				it.texts[levelShort] += "; a line the agent referred to: " + clip(notable[len(notable)-1], 110)
 			}
 			it.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
 			switch {
@@ -306,7 +306,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			it.texts[lv] = "- " + f.name() + ": " + fileText(f, lv)
 		}
 		if notable := fileNotable(views, 2); len(notable) > 0 {
-			it.texts[levelFull] += "; notable: " + strings.Join(notable, " | ")
+			it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
 		}
 		l.items = append(l.items, it)
 	}
@@ -1311,7 +1311,7 @@ func (l *layout) render(x *extras) string {
 			if x == nil || x.index == "" {
 				continue
 			}
-			b.WriteString("\n" + sectionNames[sec] + ": " + x.index)
+			b.WriteString("\n" + sectionNames[sec] + indexNote + ": " + x.index)
 			continue
 		case secOmitted:
 			if x == nil || x.omitted == "" {
@@ -1347,6 +1347,10 @@ func (l *layout) render(x *extras) string {
 var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,
 	"true": true, "false": true, "undefined": true, "self": true, "this": true, "Exception": true, "Error": true,
 	"Object": true, "String": true, "Bool": true, "Int": true, "Any": true, "List": true, "Dict": true, "Optional": true}
+
+// indexNote says what the index is for: names to search the compacted
+// messages by, not facts.
+const indexNote = " (names in the compacted messages; expand_history finds them)"
 
 // index lists identifiers the text does not carry, best first, within
 // room tokens.
