@@ -168,7 +168,8 @@ func resultText(m *model, s *step, level int) string {
 	o := &f.out
 	c := &f.call
 	if c.kind == kindThink {
-		return clip(c.thought, []int{300, 140, 60}[level])
+		// A thought is the agent's conclusion: cut short it says nothing.
+		return clip(c.thought, []int{300, 180, 100}[level])
 	}
 	if c.kind == kindFinish {
 		return clip("finished: "+cmpOr(c.thought, firstNonEmpty(o.short)), []int{240, 120, 40}[level])

@@ -1074,7 +1074,9 @@ func (l *layout) buildTold(recency func(int) float64) {
 		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
 		it.texts[levelFull] = "- [" + t.id + "] to the user: " + clip(t.text, 420)
 		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(t.text, 200)
-		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(t.text, 90)
+		// At the least, what it ends on: the question or offer the user
+		// answers next.
+		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(lastSentences(t.text, 2), 180)
 		l.items = append(l.items, it)
 	}
 }

@@ -78,7 +78,12 @@ func (m *model) stateText() string {
 		}
 	}
 	if len(open) > 0 {
-		parts = append(parts, "still failing: "+strings.Join(headLines(open, 3), "; "))
+		// The newest open error; the ERRORS section lists them all.
+		t := "still failing: " + open[len(open)-1]
+		if len(open) > 1 {
+			t += " (and " + plural(len(open)-1, "earlier error") + ")"
+		}
+		parts = append(parts, t)
 	}
 	if m.finished != nil {
 		parts = append(parts, "finish called ["+m.finished.id()+"]")
