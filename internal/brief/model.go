@@ -135,6 +135,8 @@ type errState struct {
 	resolved   string // the message of the first success of the same thing
 	resolvedBy *step  // that success
 	lastHead   string // the failed line's last command (call.lastHead), which a later success of resolves it
+	checked    string // the reaction of resolvedBy that misfired was read from
+	misfired   bool
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
@@ -328,7 +330,15 @@ func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache 
 // through but landed in the wrong place leaves the cause in place). It is
 // read at writing time, so a reaction read later counts.
 func (e *errState) open() bool {
-	return e.resolved == "" || e.resolvedBy != nil && misfireRe.MatchString(e.resolvedBy.react)
+	if e.resolved == "" || e.resolvedBy == nil {
+		return e.resolved == ""
+	}
+	// The reaction is read once per text (a warm model keeps the error
+	// while the reaction may arrive later).
+	if r := e.resolvedBy.react; r != e.checked {
+		e.checked, e.misfired = r, misfireRe.MatchString(r)
+	}
+	return e.misfired
 }
 
 // misfireRe marks an agent's reading of a step that worked as a command but
@@ -966,7 +976,7 @@ var invocationRe = regexp.MustCompile(`(?i)no module named|file or directory not
 // later in the span.
 func (m *model) resolvedFailure(s *step) bool {
 	for _, e := range m.errors {
-		if !e.open() && slices.Contains(e.ids, s.id()) {
+		if slices.Contains(e.ids, s.id()) && !e.open() {
 			return true
 		}
 	}

@@ -970,6 +970,13 @@ func stepIdents(s *step) []string {
 // resolved it (or that nothing has yet).
 func (l *layout) buildErrors(recency func(int) float64) {
 	m := l.m
+	var byID map[string][]*step // a message's calls
+	if len(m.errors) > 0 {
+		byID = make(map[string][]*step, len(m.steps))
+		for _, st := range m.steps {
+			byID[st.id()] = append(byID[st.id()], st)
+		}
+	}
 	for k, e := range m.errors {
 		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
 		if len(e.ids) > 3 {
@@ -988,9 +995,11 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// The line tells a failed call whose command says little (an
 		// editor view, a lookup): its step needs no line of its own.
 		var told []*step
-		for _, st := range m.steps {
-			if k := st.f.call.kind; st.failed && k != kindRun && k != kindTest && k != kindHTTP && slices.Contains(e.ids, st.id()) {
-				told = append(told, st)
+		for _, id := range e.ids {
+			for _, st := range byID[id] {
+				if k := st.f.call.kind; st.failed && k != kindRun && k != kindTest && k != kindHTTP {
+					told = append(told, st)
+				}
 			}
 		}
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids, steps: told}
