@@ -373,6 +373,15 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 800)
 		mustNotContain(t, d.Text, "books.json: rewritten", "changed: books.json")
 	})
+	t.Run("a reaction about the task is not a misfired fix", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "python repro.py", rc(1, "RuntimeError: dvipng could not be found")).
+			bash("", "apt-get install -y dvipng", rc(0, "Setting up dvipng (1.15-1.1) ...")).
+			bash("", "python repro.py", rc(0, "Saved reproduction.png")).
+			say("Great, the script runs now. The PR says the offset text of the axis is misplaced.")
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "resolved [m0007] after apt-get install -y dvipng [m0005]")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

@@ -336,14 +336,16 @@ func (e *errState) open() bool {
 	// The reaction is read once per text (a warm model keeps the error
 	// while the reaction may arrive later).
 	if r := e.resolvedBy.react; r != e.checked {
-		e.checked, e.misfired = r, misfireRe.MatchString(r)
+		// The agent's first reading of the result, not what it goes on to
+		// say about the task.
+		e.checked, e.misfired = r, misfireRe.MatchString(headOf(r, 300))
 	}
 	return e.misfired
 }
 
 // misfireRe marks an agent's reading of a step that worked as a command but
 // not as a fix.
-var misfireRe = regexp.MustCompile(`(?i)\b(?:not (?:correctly|properly) (?:placed|applied|inserted)|incorrectly|in the wrong place|unreachable|didn't work|did not work|is not correct|isn't correct|was not correct|misplaced|still (?:fails|failing|broken|not working))\b`)
+var misfireRe = regexp.MustCompile(`(?i)\b(?:not (?:correctly|properly) (?:placed|applied|inserted)|(?:inserted|placed|put|added) in the wrong place|(?:is|are|became|now) unreachable|(?:fix|change|edit|patch) (?:didn't|did not|doesn't|does not) work|still (?:fails|failing))\b`)
 
 // harnessMark labels a quoted harness reminder in the user section.
 const harnessMark = "harness reminder, not from the user: "

@@ -854,7 +854,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		brief := rest
 		brief.fields = nil
 		for _, f := range rest.fields {
-			if len(f.value) > minCell && !looksLikeDate(f.value) && !(holdsIDs(f.value) && len(f.value) <= 160) {
+			if len(f.value) > minCell && !looksLikeDate(f.value) && !(holdsIDs(f.value) && len(f.value) <= 260) && !(numberMapRe.MatchString(f.value) && len(f.value) <= 70) {
 				// A record's own lists of ids (its reservations, its
 				// payment methods, with their balances when short) are
 				// what later calls take.
@@ -876,7 +876,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 				switch {
 				case cell > 0:
 					v = clip(v, cell)
-				case len(v) > minCell && !looksLikeDate(v) && !shortDateRe.MatchString(strings.Fields(v)[0]):
+				case len(v) > minCell && !looksLikeDate(v) && !shortDateRe.MatchString(strings.Fields(v)[0]) && !(numberMapRe.MatchString(v) && len(v) <= 50):
 					v = idsOnly(v) // a list of flights keeps its flight numbers
 				}
 				vals = append(vals, v)
@@ -940,8 +940,13 @@ func (l *layout) buildSteps(recency func(int) float64) {
 				p += 1
 			}
 		}
-		if len(s.f.records) == 1 && m.records[s.f.records[0].id] != nil {
+		switch {
+		case len(s.f.records) == 1 && m.records[s.f.records[0].id] != nil:
 			p -= 3 // the record's line says it
+		case len(s.f.records) >= 2 && k == kindLookup:
+			p += 1 // a search's results are what the next choice is made from
+		case s.f.out.empty && !s.failed && (k == kindRun || k == kindOther):
+			p -= 1.5 // "ok, no output" tells little
 		}
 		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
 		it.texts = m.groupTexts(g)
@@ -1081,11 +1086,12 @@ func (l *layout) buildTold(recency func(int) float64) {
 	m := l.m
 	for k, t := range m.told {
 		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
-		it.texts[levelFull] = "- [" + t.id + "] to the user: " + clip(t.text, 420)
-		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(t.text, 200)
+		text := plainText(t.text)
+		it.texts[levelFull] = "- [" + t.id + "] to the user: " + clip(text, 420)
+		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(text, 200)
 		// At the least, what it ends on: the question or offer the user
 		// answers next.
-		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(lastSentences(t.text, 2), 180)
+		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(lastSentences(text, 2), 180)
 		l.items = append(l.items, it)
 	}
 }

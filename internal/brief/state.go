@@ -174,7 +174,7 @@ func (m *model) nextText() string {
 		return "read " + strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
 	}
 	if m.asked != nil && m.asked.n == len(m.steps) {
-		return "the user has not yet answered [" + m.asked.id + "]: \"" + clip(lastSentences(m.asked.text, 2), 220) + "\""
+		return "the user has not yet answered [" + m.asked.id + "]: \"" + clip(lastSentences(plainText(m.asked.text), 2), 220) + "\""
 	}
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
@@ -261,3 +261,10 @@ func namesFile(t string) bool {
 	}
 	return false
 }
+
+// emphasis is markdown's bold and italics markers, which cut into a
+// quote's sentences as "Total Cost:** $239".
+var emphasis = strings.NewReplacer("**", "", "__", "")
+
+// plainText is an agent's message without markdown emphasis, for quoting.
+func plainText(t string) string { return emphasis.Replace(t) }
