@@ -382,6 +382,23 @@ func TestHandOffRules(t *testing.T) {
 		d := write(t, b.msgs, 800)
 		mustContain(t, d.Text, "resolved [m0007] after apt-get install -y dvipng [m0005]")
 	})
+	t.Run("a reverse substitution undoes the first", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", `sed -i 's/qop=auth/qop="auth"/' requests/auth.py`, rc(0, "")).
+			bash("", `sed -i 's/qop="auth"/qop=auth/' requests/auth.py`, rc(0, ""))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "requests/auth.py: `qop=auth` → `qop=\"auth\"` [m0003] undone by [m0005]")
+		mustNotContain(t, d.Text, "changed: requests/auth.py")
+	})
+	t.Run("a build after a change checks it", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", `sed -i 's/a/b/' sphinx/ext/autodoc/directive.py`, rc(0, "")).
+			bash("", "rm -f /tmp/d.log; sphinx-build -a repro repro/_build; cat /tmp/d.log", rc(1, "build succeeded.\ncat: /tmp/d.log: No such file or directory")).
+			bash("", `find . -name __pycache__ -exec rm -rf {} +`, rc(0, ""))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "last check after the last change: [m0005]")
+		mustNotContain(t, d.Text, "not run, tested or sent", "no match")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

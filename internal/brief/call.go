@@ -80,6 +80,9 @@ type call struct {
 	// command, whose exit the line's is ("sphinx-build html" of "sed -i
 	// … && rm -rf _build && sphinx-build -b html src _build/html").
 	lastHead string
+	// builds reports a shell line that runs a build or an interpreter
+	// (buildProgs) among its commands: it checks what was changed.
+	builds bool
 	// params are the short arguments of any tool but a shell, to tell what
 	// a retry changed (view_range [100, -1], was [100, 150]).
 	params  map[string]string
@@ -407,6 +410,7 @@ func classifyShell(line string) call {
 	dir := ""
 	deletes := map[int]int{} // op index -> command index of a deletion
 	for i := range cmds {
+		c.builds = c.builds || buildProgs[cmds[i].prog()]
 		if cmds[i].prog() == "cd" {
 			dir = cdTarget(dir, cmds[i].operands())
 			continue
@@ -492,6 +496,12 @@ func classifyShell(line string) call {
 	}
 	return c
 }
+
+// buildProgs run what the agent changed though a line running them is not
+// classed as a run (a build, a task runner, an interpreter on a script).
+var buildProgs = map[string]bool{"sphinx-build": true, "make": true, "cmake": true, "ninja": true, "npm": true, "yarn": true,
+	"cargo": true, "go": true, "mvn": true, "gradle": true, "tox": true, "nox": true, "node": true, "bash": true, "sh": true,
+	"ruby": true, "perl": true, "java": true, "dotnet": true, "php": true}
 
 // cdTarget is the directory a cd leaves a line in, relative to where the
 // line started; "" for the start or anywhere absolute.
@@ -671,6 +681,10 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 			out = append(out, fileOp{path: files[len(files)-1], op: kindView, what: "around " + clip(pattern, 40)})
 		}
 		return kindView, out
+	case prog == "find" && (slices.Contains(c.words, "-delete") || slices.Contains(c.words, "rm")):
+		// find … -delete / -exec rm: a clean-up, not a search (no output is
+		// not "no match").
+		return kindOther, out
 	case searchProgs[prog] || prog == "git" && len(ops) > 0 && ops[0] == "grep":
 		return kindSearch, out
 	case listProgs[prog]:

@@ -77,6 +77,23 @@ type fileState struct {
 	n       int      // the last step that touched it
 }
 
+var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
+
+// inverseChange returns the index of the earlier change that what undoes
+// (the same place, from and to swapped), or -1.
+func inverseChange(changes []change, what string) int {
+	m := substitutionRe.FindStringSubmatch(what)
+	if m == nil {
+		return -1
+	}
+	for i := len(changes) - 1; i >= 0; i-- {
+		if c := substitutionRe.FindStringSubmatch(changes[i].what); c != nil && c[1] == m[1] && c[2] == m[3] && c[3] == m[2] {
+			return i
+		}
+	}
+	return -1
+}
+
 // name is the file as the briefing writes it: its path, and where a
 // relative one lives when a cd put it there ("conf.py (in reproduce_issue/)").
 func (f *fileState) name() string {
@@ -784,6 +801,13 @@ func (m *model) fileOp(s *step, op fileOp) {
 		}
 	case kindEdit:
 		if s.failed {
+			return
+		}
+		if i := inverseChange(f.changes, op.what); i >= 0 {
+			// s/"auth"/auth/ after s/auth/"auth"/: the file is as it was.
+			f.undone = append(f.undone, undo{id: s.id(), what: "the reverse edit", changes: []change{f.changes[i]}})
+			f.changes = slices.Delete(f.changes, i, i+1)
+			f.content = ""
 			return
 		}
 		f.changes = append(f.changes, change{id: s.id(), what: op.what, noop: op.noop})

@@ -123,7 +123,7 @@ func (m *model) lastCheck() string {
 		check = s // sed -i … && python x.py: the same command checked it
 	}
 	for _, s := range m.steps[lastChange+1:] {
-		if s.f.call.kind == kindTest || s.f.call.kind == kindRun || s.f.call.kind == kindHTTP {
+		if k := s.f.call.kind; k == kindTest || k == kindRun || k == kindHTTP || s.f.call.builds {
 			check = s
 		}
 	}
