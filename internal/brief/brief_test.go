@@ -98,192 +98,374 @@ func mustNotContain(t *testing.T, text string, bad ...string) {
 
 // The rules of ../shared/exemplars, each on the smallest span that shows it.
 func TestHandOffRules(t *testing.T) {
-	t.Run("net change per file: a revert cancels earlier edits", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Apply the change everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
-			bash("That also changed formfield; I should revert changes to lines 987 and 1671 because the PR only covers validate.", "git checkout django/db/models/fields/related.py", rc(0, "")).
-			bash("Change line 917 only.", "sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, ""))
-		d := write(t, b.msgs, 1500)
-		mustContain(t, d.Text, "django/db/models/fields/related.py: `_default_manager` → `_base_manager` [m0003] undone by [m0005]",
-			"line 917: `_default_manager` → `_base_manager` [m0007]", "STATE: changed: django/db/models/fields/related.py")
-	})
-	t.Run("a no-op edit is called one", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Fix it.", "sed -i 's/foo/foo/' a.py", rc(0, ""))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "no-op edit")
-		mustNotContain(t, d.Text, "STATE: changed: a.py")
-	})
-	t.Run("results, not checkmarks: a short output is kept whole", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Reproduce.", "python reproduce_issue.py", rc(0, "Total articles in DB: 1\nForm is invalid")).
-			bash("Fix.", "sed -i '917s/a/b/' x.py", rc(0, "")).
-			bash("Verify.", "python reproduce_issue.py", rc(0, "Total articles in DB: 1\nForm is valid"))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "Form is invalid", "Form is valid", "last check after the last change: [m0007]")
-	})
-	t.Run("an error is resolved only with what fixed it", func(t *testing.T) {
-		var b spanBuilder
-		trace := "Traceback (most recent call last):\n  File \"reproduce.py\", line 5, in <module>\n    main()\nsqlite3.OperationalError: no such table: t"
-		b.bash("Run.", "python reproduce.py", rc(1, trace)).
-			bash("Rewrite it to create the table.", "cat <<'EOF' > reproduce.py\nimport sqlite3\nEOF", rc(0, "")).
-			bash("Run again.", "python reproduce.py", rc(0, "ok"))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "sqlite3.OperationalError: no such table: t", "resolved [m0007] after changing reproduce.py [m0005]")
-	})
-	t.Run("an error nothing fixed stays unresolved", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Run the tests.", "python -m pytest tests", rc(1, "FAILED tests/test_a.py::test_x - assert 1 == 2\n===== 1 failed in 0.1s ====="))
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "tests/test_a.py::test_x", "unresolved", "still failing")
-	})
-	t.Run("harness reminders and tool errors in the user role are not the user's words", func(t *testing.T) {
-		var b spanBuilder
-		b.say("Two actions at once.").
-			user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n\nPlease format your action in triple backticks as shown.").
-			user("Parameter 'command' is expected to be one of ['view', 'create'].").
-			user("Please keep the public API unchanged.")
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "harness reminder, not from the user: Please always provide EXACTLY ONE action",
-			"a tool error in the user role, not a user request: Parameter 'command'",
-			"[m0006] Please keep the public API unchanged.")
-		mustNotContain(t, d.Text, "to the user: Two actions")
-	})
-	t.Run("unread ids of a list being gone through are the next step", func(t *testing.T) {
-		var b spanBuilder
-		b.user("My user ID is amelia_davis_8890; cancel all my upcoming flights.").
-			step("", "get_user_details", `{"user_id":"amelia_davis_8890"}`, `{"name": {"first_name": "Amelia", "last_name": "Davis"}, "membership": "silver", "reservations": ["8C8K4E", "UDMOP1", "I6M8JQ", "4XGCCM"]}`).
-			step("", "get_reservation_details", `{"reservation_id":"8C8K4E"}`, `{"reservation_id": "8C8K4E", "cabin": "business", "insurance": "yes", "created_at": "2024-05-08T10:31:36"}`).
-			step("", "get_reservation_details", `{"reservation_id":"UDMOP1"}`, `{"reservation_id": "UDMOP1", "cabin": "basic_economy", "insurance": "no", "created_at": "2024-05-09T11:34:16"}`)
-		d := write(t, b.msgs, 900)
-		// Rows of one shape are a table; the year the dates share is said
-		// once, in its header.
-		mustContain(t, d.Text, "NEXT: read I6M8JQ, 4XGCCM", "created_at; dates are 2024", "8C8K4E [m0006]: business; yes; 05-08T10:31",
-			"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE: nothing changed yet")
-	})
-	t.Run("an intention carried out is not the next step", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Now I will run the reproduction script again to verify the fix.", "python reproduce_issue.py", rc(0, "Form is valid"))
-		d := write(t, b.msgs, 700)
-		mustNotContain(t, d.Text, "not yet done: \"Now I will run the reproduction script")
-	})
-	t.Run("an intention with no call is the next step", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("I created printenv.pl. After that, I will use `curl` to upload printenv.pl to /cgi-bin/file.pl.", "create printenv.pl", "[File: /x/printenv.pl (1 lines total)]\n1:")
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "NEXT: stated at [m0003], not yet done", "upload printenv.pl")
-	})
-	t.Run("negative searches collapse into one line", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", `find src -name "*command*.pony"`, "").
-			bash("", `grep -r "CommandParser" src`, rc(1, "")).
-			bash("", `find src -path "*cli*pony"`, "")
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "3 searches, no match")
-	})
-	t.Run("a path a tool says is missing is marked so", func(t *testing.T) {
-		var b spanBuilder
-		b.step("", "execute_bash", `{"command":"ls src/lib"}`, "ls: cannot access 'src/lib': No such file or directory")
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "src/lib: does not exist")
-		mustNotContain(t, d.Text, "ERRORS:")
-	})
-	t.Run("a small file written in the span is carried whole", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Write the script.", "cat <<'EOF' > printenv.pl\n#!/usr/bin/perl\nprint \"Content-type: text/html\\n\\n\";\nEOF", rc(0, "")).
-			bash("Run it.", "perl printenv.pl", rc(0, "Content-type: text/html"))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "printenv.pl: created [m0003]", "#!/usr/bin/perl", "still present")
-	})
-	t.Run("an error fixed by other arguments says which", func(t *testing.T) {
-		var b spanBuilder
-		b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony", "view_range": [100, 150]}`,
-			"ERROR:\nInvalid `view_range` parameter: [100, 150]. Its second element `150` should be smaller than the number of lines in the file: `122`.").
-			step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony", "view_range": [100, -1]}`,
-				"Here's the result of running `cat -n` on /w/cli.pony:\n   100\t      end\n   101\t")
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "- Invalid `view_range` parameter: [100, 150].", "resolved [m0005] with view_range [100, -1] (was [100, 150])")
-		// The error's line tells the failed view: no step line repeats it.
-		mustNotContain(t, d.Text, "[m0003] view")
-	})
-	t.Run("a file view says what its lines hold", func(t *testing.T) {
-		var b spanBuilder
-		prose := strings.Repeat("     6\tMore prose about the package, long enough to make this view more than a small file.\n", 8)
-		doc := "Here's the result of running `cat -n` on /w/cli.pony:\n     1\t\"\"\"\n     2\t# CLI Package\n     3\t\n     4\tThe CLI package parses command lines.\n     5\tclass Example is not code here\n" + prose + "     7\t\"\"\"\n"
-		code := "Here's the result of running `cat -n` on /w/parser.py:\n     1\timport os\n     2\t\n     3\tclass CommandParser:\n     4\t    def parse(self, args):\n     5\t        return args\n" +
-			strings.Repeat("     6\t# a comment line that makes this view larger than a small file\n", 8)
-		b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony"}`, doc).
-			step("", "str_replace_editor", `{"command": "view", "path": "/w/parser.py"}`, code)
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "/w/cli.pony: read", "comments or docstrings only, no code",
-			"/w/parser.py: read", "defines class CommandParser (l.3), def parse (l.4)")
-		mustNotContain(t, d.Text, "class Example")
-	})
-	t.Run("a small file stays whole at the least detail", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "create printenv.pl", "[File: /x/printenv.pl (1 lines total)]\n1:").
-			bash("", "edit 1:1\n#!/usr/bin/perl\nprint \"hi\";\nend_of_edit", "[File: /x/printenv.pl (2 lines total)]\n1:#!/usr/bin/perl\n2:print \"hi\";\nFile updated.")
-		for i := range 12 {
-			b.bash("Probe.", fmt.Sprintf("curl http://h/%d", i), rc(0, fmt.Sprintf("page %d says something long enough to matter here", i)))
-		}
-		d := write(t, b.msgs, 600)
-		mustContain(t, d.Text, "printenv.pl", "content:\n    #!/usr/bin/perl\n    print \"hi\";")
-	})
-	t.Run("a table says a shared year once and keeps each flight's day", func(t *testing.T) {
-		var b spanBuilder
-		b.step("", "get_reservation_details", `{"reservation_id":"4XGCCM"}`,
-			`{"reservation_id": "4XGCCM", "origin": "IAH", "destination": "DTW", "flights": [{"flight_number": "HAT116", "date": "2024-05-03"}, {"flight_number": "HAT020", "date": "2024-05-03"}, {"flight_number": "HAT169", "date": "2024-05-04"}], "passengers": [{"first_name": "A", "last_name": "B"}, {"first_name": "C", "last_name": "D"}], "created_at": "2024-05-02T14:48:47"}`).
-			step("", "get_reservation_details", `{"reservation_id":"XAZ3C0"}`,
-				`{"reservation_id": "XAZ3C0", "origin": "ATL", "destination": "CLT", "flights": [{"flight_number": "HAT110", "date": "2024-05-27"}], "passengers": [{"first_name": "E", "last_name": "F"}], "created_at": "2024-05-06T15:43:54"}`)
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "(columns) origin-destination;", "dates are 2024", "4XGCCM [m0003]: IAH-DTW; HAT116, HAT020 05-03, HAT169 05-04", "05-02T14:48",
-			"XAZ3C0 [m0005]: ATL-CLT; HAT110 05-27")
-		mustNotContain(t, d.Text, "2024-05-02T14:48:47")
-	})
-	t.Run("a page's form says its method and encoding", func(t *testing.T) {
-		var b spanBuilder
-		page := "<html><head><title>Perl File Upload</title></head><body><form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\"><input type=\"submit\" name=\"Submit!\"></form></body></html>"
-		b.bash("", "curl http://web.example:8000/cgi-bin/file.pl", rc(0, page))
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "title \"Perl File Upload\"; form (POST multipart/form-data) fields file, Submit!")
-	})
-	t.Run("markup in a short output is read as text", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "python reproduce_issue.py", rc(0, "Form is invalid\n<ul class=\"errorlist\"><li>article<ul class=\"errorlist\"><li>article instance with id 1 does not exist.</li></ul></li></ul>"))
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "Form is invalid | article article instance with id 1 does not exist.")
-	})
-	t.Run("an install that fixed a missing program is named", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "python repro.py", rc(1, "RuntimeError: Failed to process string with tex because dvipng could not be found")).
-			bash("", "apt-get update && apt-get install -y dvipng", rc(0, "Hit:1 http://archive.ubuntu.com/ubuntu jammy InRelease\nReading package lists...\nSetting up dvipng (1.15-1.1) ...")).
-			bash("", "python repro.py", rc(0, "Saved reproduction.png"))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "resolved [m0007] after apt-get update && apt-get install -y dvipng [m0005]")
-		mustNotContain(t, d.Text, "on a retry", "→ Hit:1")
-	})
-	t.Run("a larger file written in the span says what it defines", func(t *testing.T) {
-		var b spanBuilder
-		script := "import django\n" + strings.Repeat("# setup\n", 12) + "class ArticleManager(models.Manager):\n    pass\n\nclass Article(models.Model):\n    pass\n\ndef main():\n    pass\n"
-		b.bash("Write the reproduction.", "cat <<'EOF' > reproduce_issue.py\n"+script+"EOF", rc(0, "")).
-			bash("Run it.", "python reproduce_issue.py", rc(0, "Form is invalid"))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "reproduce_issue.py: created [m0003]", "defines class ArticleManager, class Article, def main")
-	})
-	t.Run("a conclusion keeps the reason it draws on", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("If I change `formfield` to use `_base_manager`, all objects are shown. This seems wrong based on \"default should avoid archived articles\".\n\nSo I should revert changes to lines 987 and 1671.",
-			"git checkout django/db/models/fields/related.py", rc(0, ""))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, `This seems wrong based on "default should avoid archived articles". So I should revert changes to lines 987 and 1671.`)
-	})
-	t.Run("a few hits in one file keep their text", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Where is it read?", `grep -n "_loop_size" sympy/tensor/array/ndim_array.py`,
-			rc(0, "69:        if index >= self._loop_size:\n178:        return self._loop_size\n289:            return self._loop_size\n319:        for i in range(self._loop_size):"))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "4 hits: 69: if index >= self._loop_size: | 178: return self._loop_size")
-	})
+	for _, tc := range []struct {
+		name     string
+		build    func(b *spanBuilder) // the span
+		budget   int
+		wanted   []string // in the briefing
+		unwanted []string // not in it
+	}{
+		{
+			name: "net change per file: a revert cancels earlier edits",
+			build: func(b *spanBuilder) {
+				b.bash("Apply the change everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
+					bash("That also changed formfield; I should revert changes to lines 987 and 1671 because the PR only covers validate.", "git checkout django/db/models/fields/related.py", rc(0, "")).
+					bash("Change line 917 only.", "sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, ""))
+			},
+			budget: 1500,
+			wanted: []string{"django/db/models/fields/related.py: `_default_manager` → `_base_manager` [m0003] undone by [m0005]",
+				"line 917: `_default_manager` → `_base_manager` [m0007]", "STATE: changed: django/db/models/fields/related.py"},
+		},
+		{
+			name: "a no-op edit is called one",
+			build: func(b *spanBuilder) {
+				b.bash("Fix it.", "sed -i 's/foo/foo/' a.py", rc(0, ""))
+			},
+			budget:   800,
+			wanted:   []string{"no-op edit"},
+			unwanted: []string{"STATE: changed: a.py"},
+		},
+		{
+			name: "results, not checkmarks: a short output is kept whole",
+			build: func(b *spanBuilder) {
+				b.bash("Reproduce.", "python reproduce_issue.py", rc(0, "Total articles in DB: 1\nForm is invalid")).
+					bash("Fix.", "sed -i '917s/a/b/' x.py", rc(0, "")).
+					bash("Verify.", "python reproduce_issue.py", rc(0, "Total articles in DB: 1\nForm is valid"))
+			},
+			budget: 900,
+			wanted: []string{"Form is invalid", "Form is valid", "last check after the last change: [m0007]"},
+		},
+		{
+			name: "an error is resolved only with what fixed it",
+			build: func(b *spanBuilder) {
+				trace := "Traceback (most recent call last):\n  File \"reproduce.py\", line 5, in <module>\n    main()\nsqlite3.OperationalError: no such table: t"
+				b.bash("Run.", "python reproduce.py", rc(1, trace)).
+					bash("Rewrite it to create the table.", "cat <<'EOF' > reproduce.py\nimport sqlite3\nEOF", rc(0, "")).
+					bash("Run again.", "python reproduce.py", rc(0, "ok"))
+			},
+			budget: 900,
+			wanted: []string{"sqlite3.OperationalError: no such table: t", "resolved [m0007] after changing reproduce.py [m0005]"},
+		},
+		{
+			name: "an error nothing fixed stays unresolved",
+			build: func(b *spanBuilder) {
+				b.bash("Run the tests.", "python -m pytest tests", rc(1, "FAILED tests/test_a.py::test_x - assert 1 == 2\n===== 1 failed in 0.1s ====="))
+			},
+			budget: 700,
+			wanted: []string{"tests/test_a.py::test_x", "unresolved", "still failing"},
+		},
+		{
+			name: "harness reminders and tool errors in the user role are not the user's words",
+			build: func(b *spanBuilder) {
+				b.say("Two actions at once.").
+					user("Please always provide EXACTLY ONE action in triple backticks, found 2 actions.\n\nPlease format your action in triple backticks as shown.").
+					user("Parameter 'command' is expected to be one of ['view', 'create'].").
+					user("Please keep the public API unchanged.")
+			},
+			budget: 800,
+			wanted: []string{"harness reminder, not from the user: Please always provide EXACTLY ONE action",
+				"a tool error in the user role, not a user request: Parameter 'command'",
+				"[m0006] Please keep the public API unchanged."},
+			unwanted: []string{"to the user: Two actions"},
+		},
+		{
+			name: "unread ids of a list being gone through are the next step",
+			build: func(b *spanBuilder) {
+				b.user("My user ID is amelia_davis_8890; cancel all my upcoming flights.").
+					step("", "get_user_details", `{"user_id":"amelia_davis_8890"}`, `{"name": {"first_name": "Amelia", "last_name": "Davis"}, "membership": "silver", "reservations": ["8C8K4E", "UDMOP1", "I6M8JQ", "4XGCCM"]}`).
+					step("", "get_reservation_details", `{"reservation_id":"8C8K4E"}`, `{"reservation_id": "8C8K4E", "cabin": "business", "insurance": "yes", "created_at": "2024-05-08T10:31:36"}`).
+					step("", "get_reservation_details", `{"reservation_id":"UDMOP1"}`, `{"reservation_id": "UDMOP1", "cabin": "basic_economy", "insurance": "no", "created_at": "2024-05-09T11:34:16"}`)
+			},
+			budget: 900,
+			// Rows of one shape are a table; the year the dates share is said
+			// once, in its header.
+			wanted: []string{"NEXT: read I6M8JQ, 4XGCCM", "created_at; dates are 2024", "8C8K4E [m0006]: business; yes; 05-08T10:31",
+				"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE: nothing changed yet"},
+		},
+		{
+			name: "an intention carried out is not the next step",
+			build: func(b *spanBuilder) {
+				b.bash("Now I will run the reproduction script again to verify the fix.", "python reproduce_issue.py", rc(0, "Form is valid"))
+			},
+			budget:   700,
+			unwanted: []string{"not yet done: \"Now I will run the reproduction script"},
+		},
+		{
+			name: "an intention with no call is the next step",
+			build: func(b *spanBuilder) {
+				b.bash("I created printenv.pl. After that, I will use `curl` to upload printenv.pl to /cgi-bin/file.pl.", "create printenv.pl", "[File: /x/printenv.pl (1 lines total)]\n1:")
+			},
+			budget: 700,
+			wanted: []string{"NEXT: stated at [m0003], not yet done", "upload printenv.pl"},
+		},
+		{
+			name: "negative searches collapse into one line",
+			build: func(b *spanBuilder) {
+				b.bash("", `find src -name "*command*.pony"`, "").
+					bash("", `grep -r "CommandParser" src`, rc(1, "")).
+					bash("", `find src -path "*cli*pony"`, "")
+			},
+			budget: 700,
+			wanted: []string{"3 searches, no match"},
+		},
+		{
+			name: "a path a tool says is missing is marked so",
+			build: func(b *spanBuilder) {
+				b.step("", "execute_bash", `{"command":"ls src/lib"}`, "ls: cannot access 'src/lib': No such file or directory")
+			},
+			budget:   700,
+			wanted:   []string{"src/lib: does not exist"},
+			unwanted: []string{"ERRORS:"},
+		},
+		{
+			name: "a small file written in the span is carried whole",
+			build: func(b *spanBuilder) {
+				b.bash("Write the script.", "cat <<'EOF' > printenv.pl\n#!/usr/bin/perl\nprint \"Content-type: text/html\\n\\n\";\nEOF", rc(0, "")).
+					bash("Run it.", "perl printenv.pl", rc(0, "Content-type: text/html"))
+			},
+			budget: 900,
+			wanted: []string{"printenv.pl: created [m0003]", "#!/usr/bin/perl", "still present"},
+		},
+		{
+			name: "an error fixed by other arguments says which",
+			build: func(b *spanBuilder) {
+				b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony", "view_range": [100, 150]}`,
+					"ERROR:\nInvalid `view_range` parameter: [100, 150]. Its second element `150` should be smaller than the number of lines in the file: `122`.").
+					step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony", "view_range": [100, -1]}`,
+						"Here's the result of running `cat -n` on /w/cli.pony:\n   100\t      end\n   101\t")
+			},
+			budget: 700,
+			wanted: []string{"- Invalid `view_range` parameter: [100, 150].", "resolved [m0005] with view_range [100, -1] (was [100, 150])"},
+			// The error's line tells the failed view: no step line repeats it.
+			unwanted: []string{"[m0003] view"},
+		},
+		{
+			name: "a file view says what its lines hold",
+			build: func(b *spanBuilder) {
+				prose := strings.Repeat("     6\tMore prose about the package, long enough to make this view more than a small file.\n", 8)
+				doc := "Here's the result of running `cat -n` on /w/cli.pony:\n     1\t\"\"\"\n     2\t# CLI Package\n     3\t\n     4\tThe CLI package parses command lines.\n     5\tclass Example is not code here\n" + prose + "     7\t\"\"\"\n"
+				code := "Here's the result of running `cat -n` on /w/parser.py:\n     1\timport os\n     2\t\n     3\tclass CommandParser:\n     4\t    def parse(self, args):\n     5\t        return args\n" +
+					strings.Repeat("     6\t# a comment line that makes this view larger than a small file\n", 8)
+				b.step("", "str_replace_editor", `{"command": "view", "path": "/w/cli.pony"}`, doc).
+					step("", "str_replace_editor", `{"command": "view", "path": "/w/parser.py"}`, code)
+			},
+			budget: 700,
+			wanted: []string{"/w/cli.pony: read", "comments or docstrings only, no code",
+				"/w/parser.py: read", "defines class CommandParser (l.3), def parse (l.4)"},
+			unwanted: []string{"class Example"},
+		},
+		{
+			name: "a small file stays whole at the least detail",
+			build: func(b *spanBuilder) {
+				b.bash("", "create printenv.pl", "[File: /x/printenv.pl (1 lines total)]\n1:").
+					bash("", "edit 1:1\n#!/usr/bin/perl\nprint \"hi\";\nend_of_edit", "[File: /x/printenv.pl (2 lines total)]\n1:#!/usr/bin/perl\n2:print \"hi\";\nFile updated.")
+				for i := range 12 {
+					b.bash("Probe.", fmt.Sprintf("curl http://h/%d", i), rc(0, fmt.Sprintf("page %d says something long enough to matter here", i)))
+				}
+			},
+			budget: 600,
+			wanted: []string{"printenv.pl", "content:\n    #!/usr/bin/perl\n    print \"hi\";"},
+		},
+		{
+			name: "a table says a shared year once and keeps each flight's day",
+			build: func(b *spanBuilder) {
+				b.step("", "get_reservation_details", `{"reservation_id":"4XGCCM"}`,
+					`{"reservation_id": "4XGCCM", "origin": "IAH", "destination": "DTW", "flights": [{"flight_number": "HAT116", "date": "2024-05-03"}, {"flight_number": "HAT020", "date": "2024-05-03"}, {"flight_number": "HAT169", "date": "2024-05-04"}], "passengers": [{"first_name": "A", "last_name": "B"}, {"first_name": "C", "last_name": "D"}], "created_at": "2024-05-02T14:48:47"}`).
+					step("", "get_reservation_details", `{"reservation_id":"XAZ3C0"}`,
+						`{"reservation_id": "XAZ3C0", "origin": "ATL", "destination": "CLT", "flights": [{"flight_number": "HAT110", "date": "2024-05-27"}], "passengers": [{"first_name": "E", "last_name": "F"}], "created_at": "2024-05-06T15:43:54"}`)
+			},
+			budget: 900,
+			wanted: []string{"(columns) origin-destination;", "dates are 2024", "4XGCCM [m0003]: IAH-DTW; HAT116, HAT020 05-03, HAT169 05-04", "05-02T14:48",
+				"XAZ3C0 [m0005]: ATL-CLT; HAT110 05-27"},
+			unwanted: []string{"2024-05-02T14:48:47"},
+		},
+		{
+			name: "a page's form says its method and encoding",
+			build: func(b *spanBuilder) {
+				page := "<html><head><title>Perl File Upload</title></head><body><form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\"><input type=\"submit\" name=\"Submit!\"></form></body></html>"
+				b.bash("", "curl http://web.example:8000/cgi-bin/file.pl", rc(0, page))
+			},
+			budget: 700,
+			wanted: []string{"title \"Perl File Upload\"; form (POST multipart/form-data) fields file, Submit!"},
+		},
+		{
+			name: "markup in a short output is read as text",
+			build: func(b *spanBuilder) {
+				b.bash("", "python reproduce_issue.py", rc(0, "Form is invalid\n<ul class=\"errorlist\"><li>article<ul class=\"errorlist\"><li>article instance with id 1 does not exist.</li></ul></li></ul>"))
+			},
+			budget: 700,
+			wanted: []string{"Form is invalid | article article instance with id 1 does not exist."},
+		},
+		{
+			name: "an install that fixed a missing program is named",
+			build: func(b *spanBuilder) {
+				b.bash("", "python repro.py", rc(1, "RuntimeError: Failed to process string with tex because dvipng could not be found")).
+					bash("", "apt-get update && apt-get install -y dvipng", rc(0, "Hit:1 http://archive.ubuntu.com/ubuntu jammy InRelease\nReading package lists...\nSetting up dvipng (1.15-1.1) ...")).
+					bash("", "python repro.py", rc(0, "Saved reproduction.png"))
+			},
+			budget:   800,
+			wanted:   []string{"resolved [m0007] after apt-get update && apt-get install -y dvipng [m0005]"},
+			unwanted: []string{"on a retry", "→ Hit:1"},
+		},
+		{
+			name: "a larger file written in the span says what it defines",
+			build: func(b *spanBuilder) {
+				script := "import django\n" + strings.Repeat("# setup\n", 12) + "class ArticleManager(models.Manager):\n    pass\n\nclass Article(models.Model):\n    pass\n\ndef main():\n    pass\n"
+				b.bash("Write the reproduction.", "cat <<'EOF' > reproduce_issue.py\n"+script+"EOF", rc(0, "")).
+					bash("Run it.", "python reproduce_issue.py", rc(0, "Form is invalid"))
+			},
+			budget: 800,
+			wanted: []string{"reproduce_issue.py: created [m0003]", "defines class ArticleManager, class Article, def main"},
+		},
+		{
+			name: "a conclusion keeps the reason it draws on",
+			build: func(b *spanBuilder) {
+				b.bash("If I change `formfield` to use `_base_manager`, all objects are shown. This seems wrong based on \"default should avoid archived articles\".\n\nSo I should revert changes to lines 987 and 1671.",
+					"git checkout django/db/models/fields/related.py", rc(0, ""))
+			},
+			budget: 800,
+			wanted: []string{`This seems wrong based on "default should avoid archived articles". So I should revert changes to lines 987 and 1671.`},
+		},
+		{
+			name: "a few hits in one file keep their text",
+			build: func(b *spanBuilder) {
+				b.bash("Where is it read?", `grep -n "_loop_size" sympy/tensor/array/ndim_array.py`,
+					rc(0, "69:        if index >= self._loop_size:\n178:        return self._loop_size\n289:            return self._loop_size\n319:        for i in range(self._loop_size):"))
+			},
+			budget: 900,
+			wanted: []string{"4 hits: 69: if index >= self._loop_size: | 178: return self._loop_size"},
+		},
+		{
+			name: "files written after a cd are named with their directory",
+			build: func(b *spanBuilder) {
+				b.bash("Set up a reproduction.", "mkdir -p repro && cd repro && cat <<'EOF' > conf.py\nproject = 'x'\nEOF\nrm -rf _build && sphinx-build . _build/html", rc(0, "build succeeded"))
+			},
+			budget:   900,
+			wanted:   []string{"conf.py (in repro/)"},
+			unwanted: []string{"_build deleted", "_build: deleted"},
+		},
+		{
+			name: "lines printed through a pipe are the lines read",
+			build: func(b *spanBuilder) {
+				b.bash("", "nl -ba django/core/serializers/base.py | sed -n '320,360p'", rc(0, "   320\tdef build_instance(Model, data, db):\n   321\t    pass"))
+			},
+			budget:   700,
+			wanted:   []string{"base.py: read lines 320-360"},
+			unwanted: []string{"read whole"},
+		},
+		{
+			name: "a command that could not start is resolved by the next run that works",
+			build: func(b *spanBuilder) {
+				b.bash("", "/usr/bin/python3 -m pytest tests/test_a.py", rc(1, "/usr/bin/python3: No module named pytest")).
+					bash("", "pip install pytest", rc(0, "Requirement already satisfied: pytest in /opt/env (8.3.3)\nWARNING: Running pip as the 'root' user can result in broken permissions")).
+					bash("", "pytest tests/test_b.py", rc(4, "ERROR: file or directory not found: tests/test_b.py")).
+					bash("", "pytest tests/test_c.py", rc(0, "===== 45 passed in 1.2s ====="))
+			},
+			budget: 900,
+			wanted: []string{"No module named pytest [m0003]: resolved [m0007] with another command: pytest tests/test_b.py",
+				"tests/test_b.py [m0007]: resolved [m0009]",
+				"pip install pytest → Requirement already satisfied"},
+			unwanted: []string{"still failing", "after pip install"},
+		},
+		{
+			name: "a fix the agent says misfired leaves the error open",
+			build: func(b *spanBuilder) {
+				b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/match.c", "old_str": "case X:", "new_str": "case X: y();"}`,
+					"ERROR:\nNo replacement was performed, old_str `case X:` did not appear verbatim in /w/match.c.").
+					step("", "str_replace_editor", `{"command": "insert", "path": "/w/match.c", "insert_line": 317, "new_str": "y();"}`,
+						"The file /w/match.c has been edited.").
+					say("The inserted line is not correctly placed: it is unreachable after the return.")
+			},
+			budget: 800,
+			wanted: []string{"did not appear verbatim in /w/match.c. [m0003]: unresolved"},
+		},
+		{
+			name: "a script that rewrites a file changes it when it runs",
+			build: func(b *spanBuilder) {
+				script := "with open('sympy/printing/str.py', 'r') as f:\n    lines = f.readlines()\nwith open('sympy/printing/str.py', 'w') as f:\n    f.writelines(lines)\n"
+				b.bash("", "cat <<'EOF' > update_str.py\n"+script+"EOF", rc(0, "")).
+					bash("", "python update_str.py", rc(0, "")).
+					bash("Next, I need to modify `_print_MatAdd` to handle signs.", "grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py", rc(0, "42:    def _print_Mul(self, expr):"))
+			},
+			budget: 900,
+			wanted: []string{"changed: sympy/printing/str.py", "sympy/printing/str.py: rewritten by running update_str.py [m0005]",
+				"its message's call: grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py"},
+		},
+		{
+			name: "a small file read whole keeps its content",
+			build: func(b *spanBuilder) {
+				b.bash("", "cat eps1.7_wh1ter0se.m4v", rc(0, "EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")).
+					bash("", "cat ./key.txt", rc(0, "flat{not_the_flag}"))
+				for i := range 14 {
+					b.bash("Probe.", fmt.Sprintf("curl http://h/%d", i), rc(0, fmt.Sprintf("page %d says something long enough to matter here", i)))
+				}
+			},
+			budget: 700,
+			wanted: []string{"eps1.7_wh1ter0se.m4v: read", "content:\n    EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN."},
+		},
+		{
+			name: "a line's error is resolved by a later success of its last command",
+			build: func(b *spanBuilder) {
+				b.bash("", "sed -i '301i print(x)' sphinx/util/docfields.py && sphinx-build -b html repro repro/_build/html",
+					rc(2, "Traceback (most recent call last):\n  File \"sphinx/util/docfields.py\", line 301\nIndentationError: expected an indented block")).
+					bash("", "git checkout sphinx/util/docfields.py", rc(0, "")).
+					bash("", "sphinx-build -b html repro repro/_build/html", rc(0, "build succeeded."))
+			},
+			budget:   800,
+			wanted:   []string{"IndentationError: expected an indented block", "resolved [m0007]"},
+			unwanted: []string{"unresolved"},
+		},
+		{
+			name: "a file a script writes and removes is not changed by it",
+			build: func(b *spanBuilder) {
+				script := "import os\nwith open('books.json', 'w') as f:\n    f.write('[]')\nos.remove('books.json')\n"
+				b.bash("", "cat <<'EOF' > repro.py\n"+script+"EOF", rc(0, "")).
+					bash("", "python repro.py", rc(0, "done"))
+			},
+			budget:   800,
+			unwanted: []string{"books.json: rewritten", "changed: books.json"},
+		},
+		{
+			name: "a reaction about the task is not a misfired fix",
+			build: func(b *spanBuilder) {
+				b.bash("", "python repro.py", rc(1, "RuntimeError: dvipng could not be found")).
+					bash("", "apt-get install -y dvipng", rc(0, "Setting up dvipng (1.15-1.1) ...")).
+					bash("", "python repro.py", rc(0, "Saved reproduction.png")).
+					say("Great, the script runs now. The PR says the offset text of the axis is misplaced.")
+			},
+			budget: 800,
+			wanted: []string{"resolved [m0007] after apt-get install -y dvipng [m0005]"},
+		},
+		{
+			name: "a reverse substitution undoes the first",
+			build: func(b *spanBuilder) {
+				b.bash("", `sed -i 's/qop=auth/qop="auth"/' requests/auth.py`, rc(0, "")).
+					bash("", `sed -i 's/qop="auth"/qop=auth/' requests/auth.py`, rc(0, ""))
+			},
+			budget:   800,
+			wanted:   []string{"requests/auth.py: `qop=auth` → `qop=\"auth\"` [m0003] undone by [m0005]"},
+			unwanted: []string{"changed: requests/auth.py"},
+		},
+		{
+			name: "a build after a change checks it",
+			build: func(b *spanBuilder) {
+				b.bash("", `sed -i 's/a/b/' sphinx/ext/autodoc/directive.py`, rc(0, "")).
+					bash("", "rm -f /tmp/d.log; sphinx-build -a repro repro/_build; cat /tmp/d.log", rc(1, "build succeeded.\ncat: /tmp/d.log: No such file or directory")).
+					bash("", `find . -name __pycache__ -exec rm -rf {} +`, rc(0, ""))
+			},
+			budget:   800,
+			wanted:   []string{"last check after the last change: [m0005]"},
+			unwanted: []string{"not run, tested or sent", "no match"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b spanBuilder
+			tc.build(&b)
+			d := write(t, b.msgs, tc.budget)
+			mustContain(t, d.Text, tc.wanted...)
+			mustNotContain(t, d.Text, tc.unwanted...)
+		})
+	}
 	t.Run("a record whose values a later search used outranks newer ones", func(t *testing.T) {
 		var b spanBuilder
 		b.user("My user ID is sofia_kim_7287.").
@@ -298,106 +480,6 @@ func TestHandOffRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustContain(t, d.Text, "OBUT9V [m0004]: IAH-DEN")
-	})
-	t.Run("files written after a cd are named with their directory", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("Set up a reproduction.", "mkdir -p repro && cd repro && cat <<'EOF' > conf.py\nproject = 'x'\nEOF\nrm -rf _build && sphinx-build . _build/html", rc(0, "build succeeded"))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "conf.py (in repro/)")
-		mustNotContain(t, d.Text, "_build deleted", "_build: deleted")
-	})
-	t.Run("lines printed through a pipe are the lines read", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "nl -ba django/core/serializers/base.py | sed -n '320,360p'", rc(0, "   320\tdef build_instance(Model, data, db):\n   321\t    pass"))
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "base.py: read lines 320-360")
-		mustNotContain(t, d.Text, "read whole")
-	})
-	t.Run("a command that could not start is resolved by the next run that works", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "/usr/bin/python3 -m pytest tests/test_a.py", rc(1, "/usr/bin/python3: No module named pytest")).
-			bash("", "pip install pytest", rc(0, "Requirement already satisfied: pytest in /opt/env (8.3.3)\nWARNING: Running pip as the 'root' user can result in broken permissions")).
-			bash("", "pytest tests/test_b.py", rc(4, "ERROR: file or directory not found: tests/test_b.py")).
-			bash("", "pytest tests/test_c.py", rc(0, "===== 45 passed in 1.2s ====="))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "No module named pytest [m0003]: resolved [m0007] with another command: pytest tests/test_b.py",
-			"tests/test_b.py [m0007]: resolved [m0009]",
-			"pip install pytest → Requirement already satisfied")
-		mustNotContain(t, d.Text, "still failing", "after pip install")
-	})
-	t.Run("a fix the agent says misfired leaves the error open", func(t *testing.T) {
-		var b spanBuilder
-		b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/match.c", "old_str": "case X:", "new_str": "case X: y();"}`,
-			"ERROR:\nNo replacement was performed, old_str `case X:` did not appear verbatim in /w/match.c.").
-			step("", "str_replace_editor", `{"command": "insert", "path": "/w/match.c", "insert_line": 317, "new_str": "y();"}`,
-				"The file /w/match.c has been edited.").
-			say("The inserted line is not correctly placed: it is unreachable after the return.")
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "did not appear verbatim in /w/match.c. [m0003]: unresolved")
-	})
-	t.Run("a script that rewrites a file changes it when it runs", func(t *testing.T) {
-		var b spanBuilder
-		script := "with open('sympy/printing/str.py', 'r') as f:\n    lines = f.readlines()\nwith open('sympy/printing/str.py', 'w') as f:\n    f.writelines(lines)\n"
-		b.bash("", "cat <<'EOF' > update_str.py\n"+script+"EOF", rc(0, "")).
-			bash("", "python update_str.py", rc(0, "")).
-			bash("Next, I need to modify `_print_MatAdd` to handle signs.", "grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py", rc(0, "42:    def _print_Mul(self, expr):"))
-		d := write(t, b.msgs, 900)
-		mustContain(t, d.Text, "changed: sympy/printing/str.py", "sympy/printing/str.py: rewritten by running update_str.py [m0005]",
-			"its message's call: grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py")
-	})
-	t.Run("a small file read whole keeps its content", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "cat eps1.7_wh1ter0se.m4v", rc(0, "EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")).
-			bash("", "cat ./key.txt", rc(0, "flat{not_the_flag}"))
-		for i := range 14 {
-			b.bash("Probe.", fmt.Sprintf("curl http://h/%d", i), rc(0, fmt.Sprintf("page %d says something long enough to matter here", i)))
-		}
-		d := write(t, b.msgs, 700)
-		mustContain(t, d.Text, "eps1.7_wh1ter0se.m4v: read", "content:\n    EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")
-	})
-	t.Run("a line's error is resolved by a later success of its last command", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "sed -i '301i print(x)' sphinx/util/docfields.py && sphinx-build -b html repro repro/_build/html",
-			rc(2, "Traceback (most recent call last):\n  File \"sphinx/util/docfields.py\", line 301\nIndentationError: expected an indented block")).
-			bash("", "git checkout sphinx/util/docfields.py", rc(0, "")).
-			bash("", "sphinx-build -b html repro repro/_build/html", rc(0, "build succeeded."))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "IndentationError: expected an indented block", "resolved [m0007]")
-		mustNotContain(t, d.Text, "unresolved")
-	})
-	t.Run("a file a script writes and removes is not changed by it", func(t *testing.T) {
-		var b spanBuilder
-		script := "import os\nwith open('books.json', 'w') as f:\n    f.write('[]')\nos.remove('books.json')\n"
-		b.bash("", "cat <<'EOF' > repro.py\n"+script+"EOF", rc(0, "")).
-			bash("", "python repro.py", rc(0, "done"))
-		d := write(t, b.msgs, 800)
-		mustNotContain(t, d.Text, "books.json: rewritten", "changed: books.json")
-	})
-	t.Run("a reaction about the task is not a misfired fix", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", "python repro.py", rc(1, "RuntimeError: dvipng could not be found")).
-			bash("", "apt-get install -y dvipng", rc(0, "Setting up dvipng (1.15-1.1) ...")).
-			bash("", "python repro.py", rc(0, "Saved reproduction.png")).
-			say("Great, the script runs now. The PR says the offset text of the axis is misplaced.")
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "resolved [m0007] after apt-get install -y dvipng [m0005]")
-	})
-	t.Run("a reverse substitution undoes the first", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", `sed -i 's/qop=auth/qop="auth"/' requests/auth.py`, rc(0, "")).
-			bash("", `sed -i 's/qop="auth"/qop=auth/' requests/auth.py`, rc(0, ""))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "requests/auth.py: `qop=auth` → `qop=\"auth\"` [m0003] undone by [m0005]")
-		mustNotContain(t, d.Text, "changed: requests/auth.py")
-	})
-	t.Run("a build after a change checks it", func(t *testing.T) {
-		var b spanBuilder
-		b.bash("", `sed -i 's/a/b/' sphinx/ext/autodoc/directive.py`, rc(0, "")).
-			bash("", "rm -f /tmp/d.log; sphinx-build -a repro repro/_build; cat /tmp/d.log", rc(1, "build succeeded.\ncat: /tmp/d.log: No such file or directory")).
-			bash("", `find . -name __pycache__ -exec rm -rf {} +`, rc(0, ""))
-		d := write(t, b.msgs, 800)
-		mustContain(t, d.Text, "last check after the last change: [m0005]")
-		mustNotContain(t, d.Text, "not run, tested or sent", "no match")
 	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
