@@ -719,6 +719,19 @@ func FuzzWrite(f *testing.F) {
 	})
 }
 
+func TestEditThroughACopy(t *testing.T) {
+	var b spanBuilder
+	b.bash("", `sed -i 's/a/b/' pkg/base.py`, rc(0, "")).
+		bash("", "sed 's/^        conn/    conn/' pkg/base.py > pkg/base.py.tmp && mv pkg/base.py.tmp pkg/base.py", rc(0, ""))
+	d := write(t, b.msgs, 800)
+	mustContain(t, d.Text, "pkg/base.py: `a` → `b` [m0003]; edited through pkg/base.py.tmp (sed) [m0005]")
+	mustNotContain(t, d.Text, "rewritten whole")
+	c := classifyCall("bash", `{"command": "sed -i 's/^        conn.create/    conn.create/' base.py"}`)
+	if len(c.ops) != 1 || !strings.Contains(c.ops[0].what, "(whitespace: indentation)") {
+		t.Fatalf("a change of indentation: %+v", c.ops)
+	}
+}
+
 func TestSentences(t *testing.T) {
 	for _, tc := range []struct {
 		text string

@@ -449,6 +449,21 @@ func classifyShell(line string) call {
 		}
 	}
 	_ = editorFile
+	// "sed … f > f.tmp && mv f.tmp f" edits f through a copy: an edit of f,
+	// not a rewrite that would replace what earlier edits did.
+	for j := range c.ops {
+		op := &c.ops[j]
+		if op.op != kindWrite || !strings.HasPrefix(op.what, "moved from ") {
+			continue
+		}
+		tmp := strings.TrimPrefix(op.what, "moved from ")
+		for k := range cmds {
+			if cmds[k].out == tmp && (slices.Contains(cmds[k].operands(), op.path) || cmds[k].in == op.path) {
+				op.op, op.what = kindEdit, "edited through "+tmp+" ("+cmds[k].prog()+")"
+				break
+			}
+		}
+	}
 	// A path removed and then used again by the same line ("rm -rf _build
 	// && sphinx-build src _build/html") was rebuilt, not deleted.
 	for at := len(c.ops) - 1; at >= 0; at-- {
@@ -931,6 +946,10 @@ func sedChange(scripts []string) (string, bool) {
 				noop = false
 			}
 			p := "`" + clip(from, 70) + "` → `" + clip(to, 70) + "`"
+			if anchors := "^$"; from != to && strings.Join(strings.Fields(strings.Trim(from, anchors)), " ") == strings.Join(strings.Fields(strings.Trim(to, anchors)), " ") {
+				// Shown on one line the two read alike: say what differs.
+				p += " (whitespace: indentation)"
+			}
 			switch {
 			case addr != "" && isNumber(strings.ReplaceAll(addr, ",", "")):
 				p = "line " + strings.ReplaceAll(addr, ",", "-") + ": " + p

@@ -790,7 +790,13 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.created = s.id()
 		} else {
 			// A whole rewrite supersedes the edits before it.
-			f.changes = []change{{id: s.id(), what: "rewritten whole" + strings.TrimPrefix(op.what, "written")}}
+			what := "rewritten whole"
+			if rest, ok := strings.CutPrefix(op.what, "written"); ok {
+				what += rest
+			} else {
+				what += " (" + op.what + ")"
+			}
+			f.changes = []change{{id: s.id(), what: what}}
 		}
 		f.deleted = ""
 		f.content, f.outline, f.writes = "", "", op.writes
