@@ -42,6 +42,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/jsensure"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -90,13 +91,13 @@ func (c Config) subject(typ, tenant, conv string) string {
 
 // EnsureStream creates the audit stream, or updates its configuration if it
 // exists: limits retention on subjects <prefix>.audit.>.
-func EnsureStream(ctx context.Context, js jetstream.StreamManager, cfg Config) error {
+func EnsureStream(ctx context.Context, js jsensure.Streams, cfg Config) error {
 	cfg = cfg.WithDefaults()
 	maxAge := cfg.MaxAge
 	if maxAge < 0 {
 		maxAge = 0 // unlimited
 	}
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := jsensure.Stream(ctx, js, jetstream.StreamConfig{
 		Name:        cfg.Stream,
 		Description: "briefd audit trail: one event per compaction, skip, rejection and dead letter",
 		Subjects:    []string{cfg.Prefix + ".audit.>"},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/jsensure"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -61,7 +62,7 @@ func NewKVStore(ctx context.Context, js jetstream.JetStream, cfg KVConfig) (*KVS
 	if ttl < 0 {
 		ttl = 0 // no maximum age
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := jsensure.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "briefd briefings by conversation and boundary",
 		History:     1,

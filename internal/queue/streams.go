@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/briefd/briefd/internal/jsensure"
 )
 
 // StreamConfigs returns the explicit configuration of the three streams:
@@ -142,7 +144,8 @@ func versionAtLeast(v string, major, minor, patch int) bool {
 
 // EnsureStreams creates or updates the three streams, the requeue bucket
 // and the shared consumer. It is idempotent and safe to call from every
-// worker at start-up. It refuses a server older than MinServerVersion.
+// worker at start-up: once they exist and match it only reads them
+// (package jsensure says why). It refuses a server older than MinServerVersion.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg Config) error {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -153,12 +156,12 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, cfg Config) erro
 			return err
 		}
 	}
-	if _, err := js.CreateOrUpdateKeyValue(ctx, RequeueBucketConfig(cfg)); err != nil {
+	if _, err := jsensure.KeyValue(ctx, js, RequeueBucketConfig(cfg)); err != nil {
 		return fmt.Errorf("queue: ensure bucket %s: %w", cfg.Streams().Requeues, err)
 	}
 	var snaps jetstream.Stream
 	for _, sc := range StreamConfigs(cfg) {
-		s, err := js.CreateOrUpdateStream(ctx, sc)
+		s, err := jsensure.Stream(ctx, js, sc)
 		if err != nil {
 			return fmt.Errorf("queue: ensure stream %s: %w", sc.Name, err)
 		}
