@@ -44,6 +44,25 @@ func ensureAll(ctx context.Context, js jetstream.JetStream) error {
 	return err
 }
 
+// startTogether runs ensureAll for n workers at once, each on its own
+// connection, and returns the first error.
+func startTogether(ctx context.Context, n int, connect func() jetstream.JetStream) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		js := connect()
+		wg.Go(func() { errs <- ensureAll(ctx, js) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Workers that start together on a fresh server all succeed, and a worker
 // that starts once the streams exist sends no update request: nats-server
 // 2.9.10 panics on an update of a stream another request is creating.
@@ -52,18 +71,8 @@ func TestEnsureReadsWhatExists(t *testing.T) {
 	n := updates(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, 6)
-	for range 6 {
-		_, js := srv.Connect(t)
-		wg.Go(func() { errs <- ensureAll(ctx, js) })
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatalf("concurrent start: %v", err)
-		}
+	if err := startTogether(ctx, 6, func() jetstream.JetStream { _, js := srv.Connect(t); return js }); err != nil {
+		t.Fatalf("concurrent start: %v", err)
 	}
 	first := n.Load()
 	_, js := srv.Connect(t)
@@ -113,19 +122,10 @@ func TestConcurrentStartOnInstalledServer(t *testing.T) {
 	for round := range 10 {
 		p := natstest.StartProcess(t, bin, natstest.ProcessOptions{})
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		var wg sync.WaitGroup
-		errs := make(chan error, 6)
-		for range 6 {
-			_, js := p.Connect(t)
-			wg.Go(func() { errs <- ensureAll(ctx, js) })
-		}
-		wg.Wait()
+		err := startTogether(ctx, 6, func() jetstream.JetStream { _, js := p.Connect(t); return js })
 		cancel()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("round %d: %v\n%s", round, err, p.Log())
-			}
+		if err != nil {
+			t.Fatalf("round %d: %v\n%s", round, err, p.Log())
 		}
 		if strings.Contains(p.Log(), "panic:") {
 			t.Fatalf("round %d: the server panicked:\n%s", round, p.Log())
