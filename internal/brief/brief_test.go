@@ -754,3 +754,16 @@ func TestRecordsDigest(t *testing.T) {
 		t.Fatalf("recordsDigest = %q, want %q", got, want)
 	}
 }
+
+func TestIndexLeavesOutNoise(t *testing.T) {
+	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g"} {
+		if !plainName(id) {
+			t.Errorf("%q would be listed", id)
+		}
+	}
+	for _, id := range []string{"sphinx/ext/autodoc/directive.py", "SyntaxError", "HAT052", "FUN_0040114c", "python3.11", "1271", "sys.stderr"} {
+		if plainName(id) {
+			t.Errorf("%q would be left out", id)
+		}
+	}
+}

@@ -1360,6 +1360,22 @@ func (l *layout) render(x *extras) string {
 	return b.String()
 }
 
+// plainName reports a name from code with no digit, path or dot (want_all,
+// attr_docs): listed bare it tells a reader nothing, and the lines that
+// use it are where it matters.
+func plainName(id string) bool {
+	if noiseRe.MatchString(id) {
+		return true
+	}
+	return !strings.ContainsAny(id, "0123456789/.:") && !strings.HasSuffix(id, "Error") && !strings.HasSuffix(id, "Exception") && !isCode(id)
+}
+
+// noiseRe matches tokens that look like identifiers and name nothing a
+// reader could act on: CSS lengths and durations (1280px, 0.3s), a
+// decompiler's automatic names (uVar5, local_1c, LAB_004018c7), sed
+// scripts (/DEBUG/d, s/a/b/g).
+var noiseRe = regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gd])$`)
+
 // languageWords are literals and built-in names of common languages.
 var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,
 	"true": true, "false": true, "undefined": true, "self": true, "this": true, "Exception": true, "Error": true,
@@ -1429,7 +1445,7 @@ func (l *layout) index(text string, room, scale float64) string {
 		// A bare date says nothing without the record it belongs to; a
 		// W3C DTD or namespace is markup boilerplate; a language's literal
 		// (None, True) names nothing of the task.
-		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] {
+		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || plainName(c.id) {
 			return
 		}
 		seen[c.id] = true
