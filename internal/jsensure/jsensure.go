@@ -31,13 +31,17 @@ type Streams interface {
 func Stream(ctx context.Context, js Streams, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, cfg.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		s, err = js.CreateStream(ctx, cfg)
-		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return s, err
+		created, cerr := js.CreateStream(ctx, cfg)
+		if cerr == nil {
+			return created, nil
 		}
-		// Another worker created it first, maybe with another
-		// configuration: read it and compare.
-		s, err = js.Stream(ctx, cfg.Name)
+		// Another worker may have created it meanwhile, maybe with another
+		// configuration (the server says "already in use", or on 2.9
+		// "subjects overlap"): read it and compare; else the create's
+		// error stands.
+		if s, err = js.Stream(ctx, cfg.Name); err != nil {
+			return nil, cerr
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -109,23 +113,39 @@ func fields(cfg jetstream.StreamConfig) (map[string]any, error) {
 type KeyValues interface {
 	Streams
 	KeyValue(ctx context.Context, bucket string) (jetstream.KeyValue, error)
-	CreateOrUpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
+	CreateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
+	UpdateKeyValue(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error)
 }
 
-// KeyValue returns the bucket cfg names, creating or updating it only when
-// it does not exist or its stream's configuration differs from what cfg
-// asks for (description, history, TTL, storage, replicas).
+// KeyValue returns the bucket cfg names, creating it when it does not
+// exist and updating it only when its stream's configuration differs from
+// what cfg asks for (description, history, TTL, storage, replicas). Like
+// Stream it never sends an update to a bucket another worker is creating
+// (nats.go's CreateOrUpdateKeyValue updates first).
 func KeyValue(ctx context.Context, js KeyValues, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if err == nil {
-		s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
-		if err == nil && bucketMatches(s.CachedInfo().Config, cfg) {
-			return kv, nil
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		created, cerr := js.CreateKeyValue(ctx, cfg)
+		if cerr == nil {
+			return created, nil
 		}
-	} else if !errors.Is(err, jetstream.ErrBucketNotFound) {
+		// Created meanwhile by another worker ("exists", or on 2.9
+		// "subjects overlap"): read and compare as below.
+		if kv, err = js.KeyValue(ctx, cfg.Bucket); err != nil {
+			return nil, cerr
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
-	return js.CreateOrUpdateKeyValue(ctx, cfg)
+	s, err := js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	if bucketMatches(s.CachedInfo().Config, cfg) {
+		return kv, nil
+	}
+	return js.UpdateKeyValue(ctx, cfg)
 }
 
 func bucketMatches(have jetstream.StreamConfig, want jetstream.KeyValueConfig) bool {
