@@ -767,3 +767,36 @@ func TestIndexLeavesOutNoise(t *testing.T) {
 		}
 	}
 }
+
+func TestEarlyErrorsAndRetries(t *testing.T) {
+	t.Run("a run that gets past a syntax error resolves it", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "python3 repro.py", rc(1, "  File \"base.py\", line 409\nIndentationError: expected an indented block")).
+			bash("", "git checkout base.py", rc(0, "")).
+			bash("", "python3 repro.py", rc(1, "Traceback (most recent call last):\n  File \"repro.py\", line 3, in <module>\nValueError: bad date"))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "IndentationError: expected an indented block", "resolved [m0007]")
+	})
+	t.Run("a tool error in the user role says the retry worked", func(t *testing.T) {
+		var b spanBuilder
+		b.user("Parameter 'command' is expected to be one of ['view', 'create'].").
+			step("", "str_replace_editor", `{"command": "view", "path": "/w/a.py"}`, "Here's the result of running `cat -n` on /w/a.py:\n     1\tx = 1\n")
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "Parameter 'command' is expected to be one of", "the next call [m0004] worked")
+	})
+	t.Run("a sed print by pattern reads a part", func(t *testing.T) {
+		c := classifyCall("bash", `{"command": "sed -n '/def add_autodocumenter/,/return/p' sphinx/application.py"}`)
+		if len(c.ops) != 1 || c.ops[0].op != kindView || !strings.HasPrefix(c.ops[0].what, "the part ") {
+			t.Fatalf("ops %+v", c.ops)
+		}
+	})
+}
+
+func TestUnrelatedFailureIsNotTheNextStep(t *testing.T) {
+	var b spanBuilder
+	b.bash("", "python -m pytest test_requests.py", rc(1, "test_requests.py:362: in test_conflicting_post_params\nE   TypeError: object (type: <class 'str'>) must be callable\n===== 1 failed, 120 passed in 9.1s =====")).
+		say("That failure is unrelated to my change: the test passes a string to pytest.raises. I will revert my fix and run the tests again to confirm.")
+	d := write(t, b.msgs, 900)
+	mustContain(t, d.Text, "judged it unrelated to its change")
+	mustNotContain(t, d.Text, "NEXT: resolve")
+}

@@ -912,6 +912,11 @@ func sedRange(script string) string {
 	if isNumber(s) {
 		return "line " + s
 	}
+	if strings.HasPrefix(s, "/") || strings.Contains(s, ",") {
+		// An address by pattern ("/def run/,/^    def /p"): a part of the
+		// file, not all of it.
+		return "the part " + clip(s, 50)
+	}
 	return ""
 }
 

@@ -154,6 +154,7 @@ type errState struct {
 	lastHead   string // the failed line's last command (call.lastHead), which a later success of resolves it
 	checked    string // the reaction of resolvedBy that misfired was read from
 	misfired   bool
+	lastFailed *step // the step it was last seen in, whose reaction may judge it
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
@@ -970,9 +971,11 @@ func (m *model) trackError(s *step) {
 		}
 	}
 	// A run of a kind whose earlier run could not start (a module or file
-	// not found), failing otherwise, got past that: it resolves it.
+	// not found), failing otherwise, got past that: it resolves it; so
+	// does a later run of the same command that fails otherwise after an
+	// error that stops a program before it runs (a syntax or import error).
 	for _, e := range m.errors {
-		if e.resolved == "" && e.key == kindKey && e.line != line {
+		if e.resolved == "" && e.line != line && (e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead && earlyErrorRe.MatchString(e.line)) {
 			e.resolved, e.resolvedBy = s.id(), s
 			e.fix = m.fixBetween(e, s)
 		}
@@ -985,12 +988,13 @@ func (m *model) trackError(s *step) {
 	for _, e := range m.errors {
 		if e.line == line && e.key == key && e.resolved == "" {
 			e.ids = append(e.ids, s.id())
+			e.lastFailed = s
 			e.n = s.n
 			e.count++
 			return
 		}
 	}
-	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead})
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s})
 }
 
 // installedNothing reports an install that found everything in place.
@@ -999,6 +1003,17 @@ func installedNothing(s *step) bool {
 	return strings.Contains(b, "Requirement already satisfied") && !strings.Contains(b, "Successfully installed") ||
 		strings.Contains(b, "is already the newest version") && !strings.Contains(b, "Setting up")
 }
+
+// unrelated reports an open error the agent, reading it, judged not its
+// own: a failure that was there before its change.
+func (e *errState) unrelated() bool {
+	return e.lastFailed != nil && unrelatedRe.MatchString(headOf(e.lastFailed.react, 600))
+}
+
+var unrelatedRe = regexp.MustCompile(`(?i)\b(?:unrelated to (?:my|the|our) (?:change|fix|edit)s?|not related to (?:my|the|our) (?:change|fix|edit)s?|pre-?existing (?:failure|error|issue|bug|test failure)|(?:was|is|were) (?:already )?failing before)`)
+
+// earlyErrorRe matches errors raised before a program runs its code.
+var earlyErrorRe = regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError|ImportError|ModuleNotFoundError)\b`)
 
 // invocationRe matches an error of a command that did not get to run the
 // thing it was asked to: a missing module, file or program, bad usage.

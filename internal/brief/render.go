@@ -988,6 +988,9 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			ids = "[" + e.ids[0] + " … " + e.ids[len(e.ids)-1] + ", " + strconv.Itoa(len(e.ids)) + "×]"
 		}
 		status := "unresolved"
+		if e.unrelated() {
+			status = "unresolved; reading it [" + e.lastFailed.lastID() + "], the agent judged it unrelated to its change"
+		}
 		p := 7 + 2*recency(e.n)
 		if !e.open() {
 			status = "resolved [" + e.resolved + "] " + e.fix
@@ -1014,6 +1017,9 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// unless the room is at its tightest.
 		it.texts[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
 		short := "unresolved"
+		if e.unrelated() {
+			short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
+		}
 		if !e.open() {
 			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
 		}
@@ -1022,10 +1028,17 @@ func (l *layout) buildErrors(recency func(int) float64) {
 	}
 	for _, t := range m.toolErrs {
 		it := &item{sec: secErrors, prio: 5 + recency(t.n), order: 1e5 + float64(t.n), ids: []string{t.id}}
+		// The first call after it says whether the agent got past it.
+		after := ""
+		if t.n < len(m.steps) {
+			if next := m.steps[t.n]; !next.failed {
+				after = "; the next call [" + next.id() + "] worked"
+			}
+		}
 		// Quoted verbatim at every level: it was delivered in the user role,
 		// and must be recognisable as the tool error it is.
-		it.texts[levelFull] = "- [" + t.id + "] a tool error in the user role, not a user request: " + quoteHead(t.text, 300)
-		it.texts[levelShort] = "- [" + t.id + "] tool error, not from the user: " + quoteHead(t.text, harnessQuote)
+		it.texts[levelFull] = "- [" + t.id + "] a tool error in the user role, not a user request: " + quoteHead(t.text, 300) + after
+		it.texts[levelShort] = "- [" + t.id + "] tool error, not from the user: " + quoteHead(t.text, harnessQuote) + after
 		it.texts[levelMin] = it.texts[levelShort]
 		l.items = append(l.items, it)
 	}

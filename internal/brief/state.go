@@ -208,7 +208,7 @@ func (m *model) nextText() string {
 	}
 	for i := len(m.errors) - 1; i >= 0; i-- {
 		e := m.errors[i]
-		if e.open() && e.n >= len(m.steps)-3 {
+		if e.open() && !e.unrelated() && e.n >= len(m.steps)-3 {
 			return "resolve \"" + clip(e.line, 140) + "\" [" + e.ids[len(e.ids)-1] + "]."
 		}
 	}
