@@ -800,3 +800,24 @@ func TestUnrelatedFailureIsNotTheNextStep(t *testing.T) {
 	mustContain(t, d.Text, "judged it unrelated to its change")
 	mustNotContain(t, d.Text, "NEXT: resolve")
 }
+
+func TestCompoundLines(t *testing.T) {
+	t.Run("a write stands when the run after it fails", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "cat <<'EOF' > repro.py\nimport sys\nsys.exit(1)\nEOF\npython repro.py", rc(1, "Traceback (most recent call last):\nValueError: x"))
+		d := write(t, b.msgs, 800)
+		mustContain(t, d.Text, "repro.py: created [m0003]")
+	})
+	t.Run("removing what is not there is no error", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("", "rm /tmp/debug.log && sphinx-build -b html src out", rc(1, "rm: cannot remove '/tmp/debug.log': No such file or directory"))
+		d := write(t, b.msgs, 800)
+		mustNotContain(t, d.Text, "ERRORS:")
+	})
+	t.Run("a label line is not a conclusion's reason", func(t *testing.T) {
+		var b spanBuilder
+		b.bash("`django/db/backends/base/operations.py`:\nSo for MySQL, the fix is straightforward because `_convert_field_to_tz` hardcodes UTC.", "grep -n tz django/db/backends/mysql/operations.py", rc(0, "73: def _convert_field_to_tz(self, field_name, tzname):"))
+		d := write(t, b.msgs, 800)
+		mustNotContain(t, d.Text, "operations.py`: So for MySQL")
+	})
+}

@@ -94,6 +94,21 @@ func inverseChange(changes []change, what string) int {
 	return -1
 }
 
+// runAfter reports whether a failed line ran something after op: "cat >
+// x.py <<EOF … EOF; python x.py" failed in its run, and its write stands.
+func runAfter(s *step, op fileOp) bool {
+	seen := false
+	for _, o := range s.f.call.ops {
+		switch {
+		case o.path == op.path && o.op == op.op:
+			seen = true
+		case seen && (o.op == kindRun || o.op == kindTest):
+			return true
+		}
+	}
+	return false
+}
+
 // name is the file as the briefing writes it: its path, and where a
 // relative one lives when a cd put it there ("conf.py (in reproduce_issue/)").
 func (f *fileState) name() string {
@@ -784,7 +799,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		}
 	case kindSearch:
 	case kindWrite:
-		if s.failed {
+		if s.failed && !runAfter(s, op) {
 			return
 		}
 		if f.created == "" && len(f.changes) == 0 && len(f.views) == 0 {
@@ -807,7 +822,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.outline = op.outline
 		}
 	case kindEdit:
-		if s.failed {
+		if s.failed && !runAfter(s, op) {
 			return
 		}
 		if i := inverseChange(f.changes, op.what); i >= 0 {
@@ -941,7 +956,7 @@ func stepKey(s *step) string {
 func (m *model) trackError(s *step) {
 	o := &s.f.out
 	key := stepKey(s)
-	if s.failed && len(o.missing) > 0 && (s.f.call.kind == kindList || s.f.call.kind == kindView || s.f.call.kind == kindSearch) {
+	if s.failed && len(o.missing) > 0 && (s.f.call.kind == kindList || s.f.call.kind == kindView || s.f.call.kind == kindSearch || s.f.call.kind == kindDelete) {
 		return // a path that does not exist is a finding, told by its file line
 	}
 	kindKey := "any " + s.f.call.kind.String()
@@ -953,6 +968,9 @@ func (m *model) trackError(s *step) {
 			}
 		}
 		return
+	}
+	if cleanupMissingRe.MatchString(o.errLine) {
+		return // removing what is not there leaves things as wanted
 	}
 	line := o.errLine
 	if line == "" {
@@ -1011,6 +1029,9 @@ func (e *errState) unrelated() bool {
 }
 
 var unrelatedRe = regexp.MustCompile(`(?i)\b(?:unrelated to (?:my|the|our) (?:change|fix|edit)s?|not related to (?:my|the|our) (?:change|fix|edit)s?|pre-?existing (?:failure|error|issue|bug|test failure)|(?:was|is|were) (?:already )?failing before)`)
+
+// cleanupMissingRe matches a clean-up that found nothing to remove.
+var cleanupMissingRe = regexp.MustCompile(`^(?:rm|rmdir|unlink): cannot remove .*: No such file or directory$`)
 
 // earlyErrorRe matches errors raised before a program runs its code.
 var earlyErrorRe = regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError|ImportError|ModuleNotFoundError)\b`)

@@ -222,7 +222,10 @@ func readText(t string) *textFacts {
 			// "So I should revert lines 987 and 1671." decides on the
 			// sentence before it: the reason goes with it.
 			if k > 0 && conclusionRe.MatchString(s) {
-				if prev := f.sentences[k-1]; len(prev) <= 240 && !isDecision(prev) {
+				// Only a sentence that ends as one: a label ("`x.py`:") or
+				// another conclusion is not the reason.
+				if prev := f.sentences[k-1]; len(prev) <= 240 && len(prev) >= 20 && !isDecision(prev) &&
+					!conclusionRe.MatchString(prev) && strings.ContainsAny(prev[len(prev)-1:], ".!)") {
 					s = prev + " " + s
 				}
 			}

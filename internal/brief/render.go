@@ -547,7 +547,7 @@ func changeList(changes []change, level int) string {
 		out = append(out, t+" ["+strings.Join(headLines(g.ids, 3), ", ")+"]")
 	}
 	if skipped > 0 {
-		out = append([]string{strconv.Itoa(skipped) + " earlier changes"}, out...)
+		out = append([]string{plural(skipped, "earlier change")}, out...)
 	}
 	return strings.Join(out, "; ")
 }
