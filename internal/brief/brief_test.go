@@ -821,3 +821,11 @@ func TestCompoundLines(t *testing.T) {
 		mustNotContain(t, d.Text, "operations.py`: So for MySQL")
 	})
 }
+
+func TestOneFileSearch(t *testing.T) {
+	var b spanBuilder
+	b.bash("", `grep -r "update_content" sphinx/ext/autodoc/__init__.py`, rc(0, "        super().update_content(more_content)\n        self.update_content(more_content)"))
+	d := write(t, b.msgs, 700)
+	mustContain(t, d.Text, "super().update_content(more_content)")
+	mustNotContain(t, d.Text, "in 2+ files")
+}

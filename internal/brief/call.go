@@ -80,6 +80,9 @@ type call struct {
 	// command, whose exit the line's is ("sphinx-build html" of "sed -i
 	// … && rm -rf _build && sphinx-build -b html src _build/html").
 	lastHead string
+	// oneFile reports a search of one file (grep without -r on a file):
+	// its hits are lines of that file, not file names.
+	oneFile bool
 	// builds reports a shell line that runs a build or an interpreter
 	// (buildProgs) among its commands: it checks what was changed.
 	builds bool
@@ -416,6 +419,15 @@ func classifyShell(line string) call {
 			continue
 		}
 		k, ops := classifyCommand(&cmds[i], i > 0 && cmds[i-1].piped)
+		if p := cmds[i].prog(); k == kindSearch && (p == "grep" || p == "egrep" || p == "fgrep") {
+			// grep names the file of each hit only when it searches more
+			// than one: with -r, a single operand that is a file (has an
+			// extension) is still one file.
+			_, files := grepOperands(&cmds[i])
+			recursive := cmds[i].hasFlag('r', "") || cmds[i].hasFlag('R', "")
+			c.oneFile = len(files) == 1 && !strings.HasSuffix(files[0], "/") && files[0] != "." && !strings.ContainsAny(files[0], "*?") &&
+				(!recursive || strings.Contains(baseName(files[0]), ".")) && !cmds[i].hasFlag('H', "")
+		}
 		for j := range ops {
 			if underDir(dir, ops[j].path) != ops[j].path {
 				ops[j].dir = dir

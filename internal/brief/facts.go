@@ -304,6 +304,14 @@ func searchText(s *step, level int) string {
 		}
 		return clip(t, []int{420, 200, 100}[level])
 	}
+	if s.f.call.oneFile {
+		// One file searched: its hits are lines, whatever they hold.
+		t := strconv.Itoa(n) + " hits: " + strings.Join(headLines(hits, []int{6, 3, 2}[level]), " | ")
+		if n > []int{6, 3, 2}[level] {
+			t += " | …"
+		}
+		return clip(stripTags(t), []int{420, 220, 120}[level])
+	}
 	files := hitFiles(hits)
 	t := strconv.Itoa(n) + " hits"
 	if len(files) > 1 {
