@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -368,35 +367,7 @@ func (c *loadCmd) watch(ctx context.Context, js jetstream.JetStream, cl *client.
 		}
 		return nil
 	}
-	kv, err := js.KeyValue(ctx, cache.DefaultBucket)
-	if err != nil {
-		return fmt.Errorf("open the briefing bucket: %w", err)
-	}
-	w, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
-	if err != nil {
-		return fmt.Errorf("watch the briefing bucket: %w", err)
-	}
-	go func() {
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
-					continue
-				}
-				var b briefd.Briefing
-				if json.Unmarshal(e.Value(), &b) == nil {
-					on(&b)
-				}
-			}
-		}
-	}()
-	return nil
+	return cache.FollowPuts(ctx, js, cache.DefaultBucket, ">", on)
 }
 
 // waitConsumerIdle polls the shared consumer of a remote system until it

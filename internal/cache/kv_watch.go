@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -132,4 +133,40 @@ func (h *kvHub) remove(tok, key string, w *watcher) {
 		_ = t.w.Stop()
 		t.stop()
 	}
+}
+
+// FollowPuts calls on with every briefing put under the keys filter (a KV
+// key pattern; ">" for all) of bucket, from now until ctx ends. It is for
+// tools that watch a whole deployment (the load generator, the nemesis
+// checker); agents watch their own conversations with Watch.
+func FollowPuts(ctx context.Context, js jetstream.JetStream, bucket, keys string, on func(*briefd.Briefing)) error {
+	kv, err := js.KeyValue(ctx, bucket)
+	if err != nil {
+		return fmt.Errorf("cache: open bucket %s: %w", bucket, err)
+	}
+	w, err := kv.Watch(ctx, keys, jetstream.UpdatesOnly())
+	if err != nil {
+		return fmt.Errorf("cache: watch bucket %s: %w", bucket, err)
+	}
+	go func() {
+		defer w.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil || e.Operation() != jetstream.KeyValuePut {
+					continue
+				}
+				var b briefd.Briefing
+				if json.Unmarshal(e.Value(), &b) == nil {
+					on(&b)
+				}
+			}
+		}
+	}()
+	return nil
 }

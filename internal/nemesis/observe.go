@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/cache"
 )
 
 // convKey names a conversation of a tenant.
@@ -116,35 +117,7 @@ func (o *observer) watchRedis(ctx context.Context, rdb redis.UniversalClient, pr
 
 // watchKV follows the latest keys of the bucket until ctx ends.
 func (o *observer) watchKV(ctx context.Context, js jetstream.JetStream, bucket string) error {
-	kv, err := js.KeyValue(ctx, bucket)
-	if err != nil {
-		return err
-	}
-	w, err := kv.Watch(ctx, "*.*.latest", jetstream.UpdatesOnly())
-	if err != nil {
-		return err
-	}
-	go func() {
-		defer w.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
-					continue
-				}
-				var b briefd.Briefing
-				if json.Unmarshal(e.Value(), &b) == nil {
-					o.see(&b, time.Now())
-				}
-			}
-		}
-	}()
-	return nil
+	return cache.FollowPuts(ctx, js, bucket, "*.*.latest", func(b *briefd.Briefing) { o.see(b, time.Now()) })
 }
 
 // count returns how many briefings were announced so far.
