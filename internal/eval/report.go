@@ -120,25 +120,19 @@ Targets (issue 8):
 var ChainMetrics = []string{"cycles", "size", "recall", "recency_recall", "first_recall", "recency_first_recall"}
 
 func (r ChainRow) metric(name string) (float64, bool) {
-	opt := func(p *float64) (float64, bool) {
-		if p == nil {
-			return 0, false
-		}
-		return *p, true
-	}
 	switch name {
 	case "cycles":
 		return float64(r.Cycles), true
 	case "size":
 		return r.Size, true
 	case "recall":
-		return opt(r.Recall)
+		return optional(r.Recall)
 	case "recency_recall":
-		return opt(r.RecencyRecall)
+		return optional(r.RecencyRecall)
 	case "first_recall":
-		return opt(r.FirstRecall)
+		return optional(r.FirstRecall)
 	case "recency_first_recall":
-		return opt(r.RecencyFirstRecall)
+		return optional(r.RecencyFirstRecall)
 	}
 	panic("eval: unknown chain metric " + name)
 }

@@ -62,27 +62,29 @@ func median(vals []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// optional reads a metric that a row may lack (the yardsticks' None).
+func optional(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
 // Metrics lists the metrics of eval_quality.py's summary, in its order.
 var Metrics = []string{"future_recall", "future_recall_named", "span_survival", "user_coverage", "fabricated", "ratio"}
 
 // metric returns a Score's value of a metric named as in Metrics, and
 // whether it has one.
 func (s Score) metric(name string) (float64, bool) {
-	opt := func(p *float64) (float64, bool) {
-		if p == nil {
-			return 0, false
-		}
-		return *p, true
-	}
 	switch name {
 	case "future_recall":
-		return opt(s.FutureRecall)
+		return optional(s.FutureRecall)
 	case "future_recall_named":
-		return opt(s.FutureRecallNamed)
+		return optional(s.FutureRecallNamed)
 	case "span_survival":
-		return opt(s.SpanSurvival)
+		return optional(s.SpanSurvival)
 	case "user_coverage":
-		return opt(s.UserCoverage)
+		return optional(s.UserCoverage)
 	case "fabricated":
 		return float64(s.Fabricated), true
 	case "ratio":
