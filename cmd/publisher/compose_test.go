@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/briefd/briefd/internal/cache"
+	"github.com/briefd/briefd/internal/queue"
 	"github.com/briefd/briefd/internal/redistest"
 	"github.com/briefd/briefd/internal/worker"
 )
@@ -87,6 +88,21 @@ func TestComposeQuickStart(t *testing.T) {
 	}
 	if err := w.Start(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	// The worker user may write every bucket the worker writes: a put it is
+	// not allowed waits for an acknowledgement that never comes, which
+	// shows only when a snapshot is deferred.
+	for _, bucket := range []string{queue.Config{}.WithDefaults().Streams().Requeues} { // the briefings live in Redis here
+		kv, err := js.KeyValue(t.Context(), bucket)
+		if err != nil {
+			t.Fatalf("bucket %s: %v", bucket, err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		_, err = kv.Put(ctx, "compose-test", []byte("{}"))
+		cancel()
+		if err != nil {
+			t.Fatalf("deploy/nats.conf: the worker user cannot write bucket %s: %v", bucket, err)
+		}
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
