@@ -230,9 +230,15 @@ func RetryTransient(ctx context.Context, log *slog.Logger, what string, fn func(
 	}
 }
 
+// errNoSuitablePeers is JetStream's "no suitable peers for placement": a
+// cluster just formed does not know its peers yet (a nemesis run's workers
+// met it creating R3 buckets). With more replicas than servers it lasts,
+// and the retries give up after EnsureTimeout with the server's words.
+const errNoSuitablePeers jetstream.ErrorCode = 10005
+
 // Transient reports whether a NATS or JetStream error may pass by itself:
 // a request that timed out or found no responder, a connection not (yet)
-// up, or a cluster without a leader for the moment.
+// up, or a cluster without a leader, or without its peers, for the moment.
 func Transient(err error) bool {
 	var apiErr *jetstream.APIError
 	switch {
@@ -241,7 +247,7 @@ func Transient(err error) bool {
 		errors.Is(err, nats.ErrNoServers):
 		return true
 	case errors.As(err, &apiErr):
-		return apiErr.Code == 503 || apiErr.Code == 408
+		return apiErr.Code == 503 || apiErr.Code == 408 || apiErr.ErrorCode == errNoSuitablePeers
 	}
 	return false
 }
