@@ -457,6 +457,36 @@ func TestHandOffRules(t *testing.T) {
 			wanted:   []string{"last check after the last change: [m0005]"},
 			unwanted: []string{"not run, tested or sent", "no match"},
 		},
+		{
+			name: "a line that writes a script and runs it: the run's output is the result",
+			build: func(b *spanBuilder) {
+				b.bash("Check it.", "cat <<'EOF' > check.py\nimport numpy as np\nprint(np.iinfo(np.int8).max)\nEOF\npython check.py", rc(0, "127")).
+					bash("Fix.", "sed -i 's/int8/uint8/' check.py && pytest tests/test_x.py", rc(1, "tests/test_x.py::test_max FAILED\n1 failed, 3 passed in 0.2s"))
+			},
+			budget:   800,
+			wanted:   []string{"last run [m0003] → 127", "last check after the last change: [m0005]", "1 failed, 3 passed"},
+			unwanted: []string{"not run, tested or sent"},
+		},
+		{
+			name: "a build log's banner and progress are not its result; the file shown last is",
+			build: func(b *spanBuilder) {
+				b.bash("Build.", "cd repro && sphinx-build -b text . _build/text && cat _build/text/index.txt",
+					rc(0, "Running Sphinx v3.2.0\nmaking output directory... done\nreading sources... [100%] index\nbuild succeeded.\nclass Foo\n   _private_method()\n      Private method doc.\n"))
+			},
+			budget:   600,
+			wanted:   []string{"Private method doc."},
+			unwanted: []string{"Running Sphinx"},
+		},
+		{
+			name: "OpenHands skills in a Python cell: open_file reads, edit_file_by_replace says what it replaced",
+			build: func(b *spanBuilder) {
+				b.step("Edit the CSS.", "execute_ipython_cell", `{"code": "edit_file_by_replace(\n'/w/App.css',\nto_replace=\"\"\"#root {\n  padding: 2rem;\n}\"\"\",\nnew_content=\"\"\"#root {\n  padding: 2rem;\n}\n.dark-mode {\n  background: #242424;\n}\"\"\"\n)"}`, "[File: /w/App.css (8 lines total after edit)]").
+					step("Look at the app.", "execute_ipython_cell", `{"code": "open_file('/w/App.tsx')"}`, "[File: /w/App.tsx (14 lines total)]\n1|import React from 'react'")
+			},
+			budget:   700,
+			wanted:   []string{"added `.dark-mode {`", "not run, tested or sent since the last change [m0003]"},
+			unwanted: []string{"last check after the last change", "edited by a Python cell"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b spanBuilder

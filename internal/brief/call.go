@@ -86,6 +86,11 @@ type call struct {
 	// builds reports a shell line that runs a build or an interpreter
 	// (buildProgs) among its commands: it checks what was changed.
 	builds bool
+	// ranAfterChange reports a shell line that runs, tests or builds
+	// after a command of it changed a file ("cat > x.py <<EOF … EOF;
+	// python x.py", "sed -i … && pytest"): the line checked its change,
+	// and its output is the run's.
+	ranAfterChange bool
 	// params are the short arguments of any tool but a shell, to tell what
 	// a retry changed (view_range [100, -1], was [100, 150]).
 	params  map[string]string
@@ -336,13 +341,23 @@ var (
 	pyCreate    = regexp.MustCompile(`create_file\(\s*['"]([^'"]+)['"]`)
 )
 
+// skillView and skillSearch are OpenHands' agent skills that only read:
+// a cell made of them looks at files, it runs nothing (so it is not a
+// check after a change).
+var (
+	skillView   = map[string]bool{"open_file": true, "goto_line": true, "scroll_down": true, "scroll_up": true}
+	skillSearch = map[string]bool{"search_dir": true, "search_file": true, "find_file": true}
+	pyStatement = regexp.MustCompile(`^(\w+)\(`)
+)
+
 // classifyPython reads Python code run by a tool: the files it writes
 // (open(..., "w"), write_text, the OpenHands editing helpers) make it an
-// edit; otherwise it is a run.
+// edit; a cell of reading skills is a view or a search; otherwise it is a
+// run.
 func classifyPython(code string) call {
 	c := call{kind: kindRun, label: "python: " + clip(firstCodeLine(code), 120)}
 	for _, m := range pyEditCall.FindAllStringSubmatch(code, -1) {
-		c.ops = append(c.ops, fileOp{path: m[1], op: kindEdit, what: "edited by a Python cell"})
+		c.ops = append(c.ops, fileOp{path: m[1], op: kindEdit, what: skillEdit(code[strings.Index(code, m[0]):])})
 	}
 	for _, m := range pyCreate.FindAllStringSubmatch(code, -1) {
 		c.ops = append(c.ops, fileOp{path: m[1], op: kindWrite, what: "created by a Python cell"})
@@ -359,7 +374,104 @@ func classifyPython(code string) call {
 		c.ops = append(c.ops, fileOp{path: m[1], op: kindView})
 		c.target = m[1]
 	}
+	if k := skillsKind(code); k != kindOther {
+		c.kind = k
+	}
 	return c
+}
+
+// skillsKind is kindView or kindSearch for a cell whose every statement
+// calls a reading skill, else kindOther.
+func skillsKind(code string) kind {
+	k := kindOther
+	for _, line := range strings.Split(code, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		m := pyStatement.FindStringSubmatch(t)
+		switch {
+		case m == nil || !strings.HasSuffix(t, ")"):
+			return kindOther
+		case skillView[m[1]]:
+			if k == kindOther {
+				k = kindView
+			}
+		case skillSearch[m[1]]:
+			k = kindSearch
+		default:
+			return kindOther
+		}
+	}
+	return k
+}
+
+// skillEdit describes an editing skill's call from its arguments, as an
+// editor tool's edit is described: edit_file_by_replace's to_replace and
+// new_content, the content inserted or appended.
+func skillEdit(call string) string {
+	switch {
+	case strings.HasPrefix(call, "edit_file_by_replace"):
+		old, okOld := pyStringArg(call, "to_replace")
+		nw, okNew := pyStringArg(call, "new_content")
+		if okOld && okNew {
+			return replaceNote(old, nw)
+		}
+	case strings.HasPrefix(call, "insert_content_at_line"), strings.HasPrefix(call, "append_file"):
+		if body, ok := pyStringArg(call, "content"); ok {
+			verb := "appended "
+			if strings.HasPrefix(call, "insert") {
+				verb = "inserted "
+			}
+			return verb + quoteCode(firstCodeLine(body), 90) + moreLines(body)
+		}
+	}
+	return "edited by a Python cell"
+}
+
+// pyStringArg returns the value of a keyword argument given as a Python
+// string literal (quoted or triple-quoted, with the common escapes).
+func pyStringArg(call, name string) (string, bool) {
+	i := strings.Index(call, name+"=")
+	if i < 0 {
+		return "", false
+	}
+	s := strings.TrimLeft(call[i+len(name)+1:], " ")
+	raw := false
+	if s != "" && (s[0] == 'r' || s[0] == 'R') {
+		raw, s = true, s[1:]
+	}
+	if s == "" || s[0] != '"' && s[0] != '\'' {
+		return "", false
+	}
+	quote := s[:1]
+	if len(s) >= 3 && s[:3] == strings.Repeat(quote, 3) {
+		quote = s[:3]
+	}
+	s = s[len(quote):]
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case strings.HasPrefix(s[i:], quote):
+			return b.String(), true
+		case s[i] == '\\' && !raw && i+1 < len(s):
+			i++
+			switch s[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			case '\n': // a line continuation
+			default:
+				b.WriteByte(s[i])
+			}
+		case s[i] == '\n' && len(quote) == 1:
+			return "", false
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return "", false
 }
 
 var pyRemove = regexp.MustCompile(`(?:os\.remove|os\.unlink|shutil\.rmtree|\.unlink)\(\s*(?:Path\()?\s*['"]([^'"]+)['"]`)
@@ -446,8 +558,15 @@ func classifyShell(line string) call {
 		if (cmds[i].prog() == "goto" || strings.HasPrefix(cmds[i].prog(), "scroll_")) && len(ops) == 0 {
 			c.editorOpen = true
 		}
+		if k < kindRun && buildProgs[cmds[i].prog()] {
+			k = kindRun // sphinx-build, make: what the line is for
+		}
 		if k > c.kind || c.kind == kindOther {
 			c.kind = k
+		}
+		if slices.ContainsFunc(c.ops, func(op fileOp) bool { return op.op.changes() }) &&
+			(k == kindRun || k == kindTest || k == kindHTTP || buildProgs[cmds[i].prog()]) {
+			c.ranAfterChange = true
 		}
 		c.ops = append(c.ops, ops...)
 		if cmds[i].prog() == "curl" || cmds[i].prog() == "wget" {
@@ -1050,6 +1169,19 @@ func replaceNote(old, nw string) string {
 	}
 	a, b := trimCommon(old, nw)
 	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if strings.Contains(a, "\n") || strings.Contains(b, "\n") {
+		// Several lines: the lines only one side has say what changed
+		// (a shared closing brace at either end is not the change).
+		removed, added := lineDiff(a, b)
+		switch {
+		case len(removed) == 0 && len(added) > 0:
+			return "added " + quoteLines(added)
+		case len(added) == 0 && len(removed) > 0:
+			return "removed " + quoteLines(removed)
+		case len(added) > 0:
+			return quoteLines(removed) + " → " + quoteLines(added)
+		}
+	}
 	switch {
 	case a == "":
 		return "added " + quoteCode(firstCodeLine(b), 100) + moreLines(b)
@@ -1057,6 +1189,39 @@ func replaceNote(old, nw string) string {
 		return "removed " + quoteCode(firstCodeLine(a), 100) + moreLines(a)
 	}
 	return quoteCode(firstCodeLine(a), 80) + moreLines(a) + " → " + quoteCode(firstCodeLine(b), 100) + moreLines(b)
+}
+
+// lineDiff returns the non-blank lines of a that b lacks, and those of b
+// that a lacks, compared trimmed.
+func lineDiff(a, b string) (onlyA, onlyB []string) {
+	set := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[strings.TrimSpace(l)] = true
+		}
+		return m
+	}
+	inA, inB := set(a), set(b)
+	for _, l := range strings.Split(a, "\n") {
+		if t := strings.TrimSpace(l); t != "" && !inB[t] {
+			onlyA = append(onlyA, t)
+		}
+	}
+	for _, l := range strings.Split(b, "\n") {
+		if t := strings.TrimSpace(l); t != "" && !inA[t] {
+			onlyB = append(onlyB, t)
+		}
+	}
+	return onlyA, onlyB
+}
+
+// quoteLines quotes the first of some lines and counts the rest.
+func quoteLines(ls []string) string {
+	t := quoteCode(ls[0], 100)
+	if len(ls) > 1 {
+		t += " (+" + strconv.Itoa(len(ls)-1) + " lines)"
+	}
+	return t
 }
 
 // trimCommon drops the common prefix and suffix of two texts, on line

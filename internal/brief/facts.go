@@ -197,6 +197,18 @@ func resultText(m *model, s *step, level int) string {
 	case kindSearch:
 		return searchText(s, level)
 	case kindEdit, kindWrite, kindDelete, kindRevert:
+		if runsAfterChange(s) {
+			// cat > x.py <<EOF … EOF; python x.py: what the run printed
+			// is the step's result, the write only its first part.
+			out := outputText(s, level)
+			if o.tests != "" {
+				out = testText(o, level)
+			}
+			if ch := changeText(s, levelMin); ch != "ok" {
+				return ch + ", then ran → " + out
+			}
+			return out // "rm -rf _build && sphinx-build …" rebuilt what it removed
+		}
 		return changeText(s, level)
 	case kindLookup, kindMutate:
 		if len(f.records) > 0 {
@@ -481,6 +493,14 @@ func outputText(s *step, level int) string {
 		return clip(strings.Join(o.short, " | "), []int{400, 300, 120}[level])
 	}
 	first := firstMeaningful(o.lines)
+	if l := slices.IndexFunc(o.lines, func(l string) bool { return !progressLine(l) }); l > 0 {
+		first = firstMeaningful(o.lines[l:])
+	}
+	if c := &s.f.call; viewProgs[strings.Fields(c.lastHead + " x")[0]] && c.lastHead != "" && (c.builds || c.ranAfterChange) {
+		// "sphinx-build … && cat _build/text/index.txt": the file shown
+		// last is what the line was for; the build's log comes first.
+		first = lastMeaningfulN(o.lines, 3)
+	}
 	if strings.HasSuffix(first, ":") {
 		// A label ("Str printer:") says nothing without the line it heads.
 		if i := slices.IndexFunc(o.lines, func(l string) bool { return strings.TrimSpace(l) == first }); i >= 0 {
@@ -512,6 +532,12 @@ func outputText(s *step, level int) string {
 	return clip(t, []int{480, 200}[level])
 }
 
+// progressLine reports a blank, elided or progress line.
+func progressLine(l string) bool {
+	t := strings.TrimSpace(l)
+	return t == "" || t == "[…]" || buildLogRe.MatchString(t)
+}
+
 func firstMeaningful(lines []string) string {
 	for _, l := range lines {
 		if t := strings.TrimSpace(l); t != "" && t != "[…]" {
@@ -519,6 +545,18 @@ func firstMeaningful(lines []string) string {
 		}
 	}
 	return ""
+}
+
+// lastMeaningfulN joins the last n meaningful lines, in order.
+func lastMeaningfulN(lines []string, n int) string {
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if t := strings.TrimSpace(lines[i]); !progressLine(t) {
+			out = append(out, t)
+		}
+	}
+	slices.Reverse(out)
+	return strings.Join(out, " | ")
 }
 
 func lastMeaningful(lines []string) string {
@@ -615,7 +653,7 @@ func recordsText(m *model, s *step, level int) string {
 		if s.f.call.kind == kindMutate {
 			st = ", " + recordStatus(recs[0])
 		}
-		return "record " + recs[0].id + st + " (below)"
+		return "record " + recs[0].id + st + " (in RECORDS)"
 	}
 	max := []int{12, 8, 0}[level]
 	t := strconv.Itoa(len(recs)) + " records"

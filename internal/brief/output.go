@@ -81,8 +81,12 @@ var (
 	formRe       = regexp.MustCompile(`(?i)<form\b[^>]*>`)
 	tagRe        = regexp.MustCompile(`<[^>]{0,300}>`)
 	progressRe   = regexp.MustCompile(`^\s*(?:% Total|Dload|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s+\d+).*`)
-	warningRe    = regexp.MustCompile(`^\S+:\d+: [A-Z]\w*Warning: `)
-	elidedRe     = regexp.MustCompile(`<elided_chars>\s*(\d+) characters elided\s*</elided_chars>`)
+	// buildLogRe is what build tools print before their result: a banner
+	// ("Running Sphinx v3.2.0") and progress ("reading sources... [100%]
+	// index", "pickling environment... done").
+	buildLogRe = regexp.MustCompile(`^(?:Running \S+ v?\d[\w.+/-]*$|\w+(?: \S+){0,4}\.\.\. ?(?:done|none found|\[ *\d+%\].*|\d+ added.*)?$|\w+ \[\w+\]: targets for .*)`)
+	warningRe  = regexp.MustCompile(`^\S+:\d+: [A-Z]\w*Warning: `)
+	elidedRe   = regexp.MustCompile(`<elided_chars>\s*(\d+) characters elided\s*</elided_chars>`)
 )
 
 // readOutput reads a tool result's text. Warning lines are dropped unless

@@ -386,6 +386,9 @@ func smallViewed(views []*step) string {
 	if o.empty || len(o.body) > 400 || o.totalLines > smallFileLines+1 || strings.Contains(o.body, "characters elided") {
 		return ""
 	}
+	if c := &s.f.call; c.builds || c.ranAfterChange || c.kind != kindView {
+		return "" // "sphinx-build … && cat out.txt": the build's log came first
+	}
 	for _, op := range s.f.call.ops {
 		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
 			return "" // a part of the file

@@ -111,7 +111,7 @@ func (m *model) hasEditTools() bool {
 func (m *model) lastCheck() string {
 	lastChange := -1
 	for _, s := range m.steps {
-		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && !s.failed && !allNoop(s) {
+		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && (!s.failed || runsAfterChange(s)) && !allNoop(s) {
 			lastChange = s.n
 		}
 	}
@@ -136,6 +136,9 @@ func (m *model) lastCheck() string {
 // runsAfterChange reports whether a command both changed a file and ran
 // something after the change.
 func runsAfterChange(s *step) bool {
+	if s.f.call.ranAfterChange {
+		return true
+	}
 	changed := false
 	for _, op := range s.f.call.ops {
 		switch op.op {
