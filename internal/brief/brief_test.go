@@ -114,7 +114,7 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 1500,
 			wanted: []string{"django/db/models/fields/related.py: `_default_manager` → `_base_manager` [m0003] undone by [m0005]",
-				"line 917: `_default_manager` → `_base_manager` [m0007]", "STATE: changed: django/db/models/fields/related.py"},
+				"line 917: `_default_manager` → `_base_manager` [m0007]", "STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
 			name: "a no-op edit is called one",
@@ -180,7 +180,7 @@ func TestHandOffRules(t *testing.T) {
 			// Rows of one shape are a table; the year the dates share is said
 			// once, in its header.
 			wanted: []string{"NEXT: read I6M8JQ, 4XGCCM", "created_at; dates are 2024", "8C8K4E [m0006]: business; yes; 05-08T10:31",
-				"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE: nothing changed yet"},
+				"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE:\n- nothing changed yet"},
 		},
 		{
 			name: "an intention carried out is not the next step",
@@ -377,7 +377,7 @@ func TestHandOffRules(t *testing.T) {
 					say("The inserted line is not correctly placed: it is unreachable after the return.")
 			},
 			budget: 800,
-			wanted: []string{"did not appear verbatim in /w/match.c. [m0003]: unresolved"},
+			wanted: []string{"did not appear verbatim in /w/match.c. [m0003]", "[m0003]: unresolved"},
 		},
 		{
 			name: "a script that rewrites a file changes it when it runs",
@@ -456,6 +456,14 @@ func TestHandOffRules(t *testing.T) {
 			budget:   800,
 			wanted:   []string{"last check after the last change: [m0005]"},
 			unwanted: []string{"not run, tested or sent", "no match"},
+		},
+		{
+			name: "a sed script that inserts lines says where and what",
+			build: func(b *spanBuilder) {
+				b.bash("Add the check.", `sed -i '/if "." in name:/i \    if not name:\n        raise ValueError("\x27name\x27 may not be empty.")' src/flask/blueprints.py`, rc(0, ""))
+			},
+			budget: 600,
+			wanted: []string{"inserted before the line matching `if \".\" in name:`: `if not name: ⏎ raise ValueError(\"'name' may not be empty.\")`"},
 		},
 		{
 			name: "a line that writes a script and runs it: the run's output is the result",

@@ -1057,6 +1057,12 @@ func sedChange(scripts []string) (string, bool) {
 	var parts []string
 	noop := len(scripts) > 0
 	for _, sc := range scripts {
+		if t, ok := sedLines(sc); ok {
+			// Text to insert may hold ";": the whole script is one command.
+			noop = false
+			parts = append(parts, t)
+			continue
+		}
 		for _, one := range strings.Split(sc, ";") {
 			m := sedSubst.FindStringSubmatchIndex(one)
 			if m == nil {
@@ -1098,6 +1104,59 @@ func sedChange(scripts []string) (string, bool) {
 		}
 	}
 	return strings.Join(parts, "; "), noop
+}
+
+var (
+	sedAddr    = `(?:\d+|\$|/(?:[^/\\]|\\.)*/)`
+	sedTextCmd = regexp.MustCompile(`(?s)^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*([iac])\s*\\?\s*(.*?)\s*$`)
+	sedDelete  = regexp.MustCompile(`^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*d\s*$`)
+	sedEscapes = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\x27`, "'", `\x22`, `"`, `\\`, `\`)
+)
+
+// sedLines describes a sed script that inserts, appends, replaces or
+// deletes whole lines ("/if x:/i \    if not name:\n        raise …",
+// "351a …", "10,12d"), as an editor's change is described.
+func sedLines(script string) (string, bool) {
+	if m := sedDelete.FindStringSubmatch(script); m != nil {
+		return "deleted " + sedWhere(m[1]), true
+	}
+	m := sedTextCmd.FindStringSubmatch(script)
+	if m == nil || m[3] == "" {
+		return "", false
+	}
+	text := strings.TrimSpace(sedEscapes.Replace(m[3]))
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "", false
+	}
+	// Two lines say what an inserted block does (a check and its raise).
+	body := quoteCode(strings.Join(headLines(lines, 2), " ⏎ "), 140)
+	if n := len(lines) - 2; n > 0 {
+		body += " (+" + plural(n, "line") + ")"
+	}
+	verb := map[string]string{"i": "inserted before ", "a": "inserted after ", "c": "replaced "}[m[2]]
+	return verb + sedWhere(m[1]) + ": " + body, true
+}
+
+// sedWhere names a sed address: "line 351", "lines 10-12", "the line
+// matching `if x:`".
+func sedWhere(addr string) string {
+	switch a := strings.ReplaceAll(addr, ",", ""); {
+	case isNumber(a) && strings.Contains(addr, ","):
+		return "lines " + strings.ReplaceAll(addr, ",", "-")
+	case isNumber(a):
+		return "line " + addr
+	case addr == "$":
+		return "the last line"
+	case strings.HasPrefix(addr, "/") && strings.Count(addr, "/") == 2:
+		return "the line matching " + quoteCode(strings.Trim(addr, "/"), 60)
+	}
+	return quoteCode(addr, 60)
 }
 
 // splitUnescaped splits s on delim, honouring backslash escapes.

@@ -45,7 +45,7 @@ var sectionNames = [numSections]string{"", "TASK", "USER (verbatim, oldest first
 	"RECORDS", "STEPS AND RESULTS (oldest first)", "ERRORS", "SAID BY THE AGENT", "NEXT", "ALSO SEEN", "LEFT OUT FOR SIZE"}
 
 // inline sections print their single item on the label's line.
-var inline = [numSections]bool{secTask: true, secState: true, secNext: true, secIndex: true, secOmitted: true}
+var inline = [numSections]bool{secTask: true, secNext: true, secIndex: true, secOmitted: true}
 
 // item is one fact to print.
 type item struct {
@@ -179,7 +179,9 @@ func (l *layout) build(userCap int) {
 	// State and next step: always.
 	// The state is the new span's; what earlier spans changed stays in
 	// the folded file and record lines.
-	l.add(&item{sec: secState, must: true}, m.stateText())
+	for k, t := range m.stateLines() {
+		l.add(&item{sec: secState, must: true, order: float64(k)}, "- "+t)
+	}
 	if next := m.nextText(); next != "" {
 		l.add(&item{sec: secNext, must: true}, next)
 	}
@@ -985,6 +987,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			byID[st.id()] = append(byID[st.id()], st)
 		}
 	}
+	failing, _ := m.stillFailing()
 	for k, e := range m.errors {
 		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
 		if len(e.ids) > 3 {
@@ -1027,6 +1030,12 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
 		}
 		it.texts[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
+		if e == failing && !e.unrelated() {
+			// The state quotes it whole: here it needs only its place
+			// among the others.
+			t := "- " + clip(line, 60) + " " + ids + ": " + short + " (STATE)"
+			it.setAll(t)
+		}
 		l.items = append(l.items, it)
 	}
 	for _, t := range m.toolErrs {

@@ -11,8 +11,9 @@ import (
 // that nothing did), what the last check after the last change showed, what
 // is still failing, and the first thing nobody has done yet.
 
-// stateText says what the span left changed, verified and broken.
-func (m *model) stateText() string {
+// stateLines say what the span left changed, verified and broken, one
+// fact a line: the state is read first and must read in one pass.
+func (m *model) stateLines() []string {
 	var parts []string
 	var changed, scratch []string
 	for _, f := range m.sortedFiles() {
@@ -68,30 +69,49 @@ func (m *model) stateText() string {
 	if len(recs) > 0 {
 		parts = append(parts, "records changed: "+strings.Join(recs, ", "))
 	}
-	if v := m.lastCheck(); v != "" {
-		parts = append(parts, v)
+	check, checkStep := m.lastCheck()
+	failing, others := m.stillFailing()
+	more := ""
+	if others > 0 {
+		more = " (and " + plural(others, "earlier error") + " in ERRORS)"
 	}
-	var open []string
-	for _, e := range m.errors {
-		if e.open() && e.n >= len(m.steps)-8 {
-			open = append(open, clip(e.line, 100)+" ["+e.ids[len(e.ids)-1]+"]")
+	switch {
+	case failing != nil && checkStep != nil && failing.ids[len(failing.ids)-1] == checkStep.id():
+		// The last check is what still fails: told once.
+		parts = append(parts, check+" — still failing"+more)
+	case failing != nil:
+		if check != "" {
+			parts = append(parts, check)
 		}
-	}
-	if len(open) > 0 {
-		// The newest open error; the ERRORS section lists them all.
-		t := "still failing: " + open[len(open)-1]
-		if len(open) > 1 {
-			t += " (and " + plural(len(open)-1, "earlier error") + ")"
+		t := "still failing: " + clip(failing.line, 100) + " [" + failing.ids[len(failing.ids)-1] + "]"
+		if failing.unrelated() {
+			t += ", judged unrelated to the change by the agent [" + failing.lastFailed.lastID() + "]"
 		}
-		parts = append(parts, t)
+		parts = append(parts, t+more)
+	case check != "":
+		parts = append(parts, check)
 	}
 	if m.finished != nil {
 		parts = append(parts, "finish called ["+m.finished.id()+"]")
 	}
 	if len(parts) == 0 {
-		return "no change recorded in this span"
+		return []string{"no change recorded in this span"}
 	}
-	return strings.Join(parts, ". ") + "."
+	return parts
+}
+
+// stillFailing returns the newest error still open among the last steps,
+// which the state shows, and how many other open ones there are.
+func (m *model) stillFailing() (*errState, int) {
+	var newest *errState
+	n := 0
+	for _, e := range m.errors {
+		if e.open() && e.n >= len(m.steps)-8 {
+			newest = e
+			n++
+		}
+	}
+	return newest, max(0, n-1)
 }
 
 // hasEditTools reports whether the agent works on files (shell or editor
@@ -107,8 +127,8 @@ func (m *model) hasEditTools() bool {
 }
 
 // lastCheck tells the last test or run after the last change, and its
-// outcome; or that nothing ran since.
-func (m *model) lastCheck() string {
+// outcome, with its step; or that nothing ran since.
+func (m *model) lastCheck() (string, *step) {
 	lastChange := -1
 	for _, s := range m.steps {
 		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && (!s.failed || runsAfterChange(s)) && !allNoop(s) {
@@ -116,21 +136,21 @@ func (m *model) lastCheck() string {
 		}
 	}
 	if lastChange < 0 {
-		return ""
+		return "", nil
 	}
 	var check *step
 	if s := m.steps[lastChange]; runsAfterChange(s) {
 		check = s // sed -i … && python x.py: the same command checked it
 	}
 	for _, s := range m.steps[lastChange+1:] {
-		if k := s.f.call.kind; k == kindTest || k == kindRun || k == kindHTTP || s.f.call.builds {
+		if k := s.f.call.kind; k == kindTest || k == kindRun || k == kindHTTP || s.f.call.builds || s.f.call.ranAfterChange {
 			check = s
 		}
 	}
 	if check == nil {
-		return "not run, tested or sent since the last change [" + m.steps[lastChange].id() + "]"
+		return "not run, tested or sent since the last change [" + m.steps[lastChange].id() + "]", nil
 	}
-	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(resultText(m, check, levelShort), 160)
+	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(resultText(m, check, levelShort), 160), check
 }
 
 // runsAfterChange reports whether a command both changed a file and ran
@@ -209,9 +229,14 @@ func (m *model) nextText() string {
 			}
 		}
 	}
+	failing, _ := m.stillFailing()
 	for i := len(m.errors) - 1; i >= 0; i-- {
 		e := m.errors[i]
 		if e.open() && !e.unrelated() && e.n >= len(m.steps)-3 {
+			if e == failing {
+				// Quoted in full in the state, read just before.
+				return "resolve what still fails (STATE): \"" + clip(e.line, 60) + "\" [" + e.ids[len(e.ids)-1] + "]."
+			}
 			return "resolve \"" + clip(e.line, 140) + "\" [" + e.ids[len(e.ids)-1] + "]."
 		}
 	}
