@@ -458,6 +458,59 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"not run, tested or sent", "no match"},
 		},
 		{
+			name: "a repeated run tells what it printed that the run before did not",
+			build: func(b *spanBuilder) {
+				banner := "WARNING: node class 'meta' is already registered\nstep 1\nstep 2\nstep 3\nstep 4\n"
+				b.bash("Run it.", "python repro.py", rc(0, banner+"RESULT: 3 members documented")).
+					bash("Patch.", "sed -i 's/a/b/' lib.py", rc(0, "")).
+					bash("Again.", "python repro.py", rc(0, banner+"RESULT: 4 members documented")).
+					bash("Patch more.", "sed -i 's/c/d/' lib.py", rc(0, "")).
+					bash("Again.", "python repro.py", rc(0, banner+"RESULT: 4 members documented"))
+			},
+			budget: 900,
+			wanted: []string{"[m0007, m0011] python repro.py (×2) → … RESULT: 4 members documented (6 lines)",
+				"last check after the last change: [m0011] python repro.py → the same output as [m0007]: … RESULT: 4 members documented"},
+		},
+		{
+			name: "several greps in one line: each pattern named, no hit credited to the first",
+			build: func(b *spanBuilder) {
+				b.bash("Find both.", `grep -n "class DataDocumenter" sphinx/ext/autodoc/__init__.py; grep -n "class AttributeDocumenter" sphinx/ext/autodoc/__init__.py`,
+					rc(0, "1767:class DataDocumenter(ModuleLevelDocumenter):\n1909:class DataDocumenterMixin:\n2430:class AttributeDocumenter(ClassLevelDocumenter):"))
+			},
+			budget:   700,
+			wanted:   []string{`grep "class DataDocumenter", "class AttributeDocumenter" in sphinx/ext/autodoc/__init__.py → output of the 2 searches, in order: 1767: class DataDocumenter(ModuleLevelDocumenter):`},
+			unwanted: []string{"3 hits"},
+		},
+		{
+			name: "a directory removed and made again by the same line's run is not gone",
+			build: func(b *spanBuilder) {
+				b.bash("Regenerate.", "rm -rf app/migrations && python3 manage.py makemigrations app",
+					rc(0, "Migrations for 'app':\n  app/migrations/0001_initial.py\n    - Create model Outer"))
+			},
+			budget:   700,
+			wanted:   []string{"0001_initial.py"},
+			unwanted: []string{"app/migrations deleted"},
+		},
+		{
+			name: "a side command's missing file is not resolved by a later run that fails otherwise",
+			build: func(b *spanBuilder) {
+				b.bash("Build and read the log.", "sphinx-build -b html . _build/html; cat /tmp/debug.log", rc(1, "build succeeded.\ncat: /tmp/debug.log: No such file or directory")).
+					bash("Break it on purpose.", "echo 'SYNTAX ERROR HERE' >> sphinx/ext/autodoc/__init__.py", rc(0, "")).
+					bash("Build.", "sphinx-build -b html . _build/html", rc(2, "SyntaxError: invalid syntax"))
+			},
+			budget:   800,
+			unwanted: []string{"/tmp/debug.log: No such file or directory [m0003]: resolved"},
+		},
+		{
+			name: "a question to the user that ends on a list keeps the question with its options",
+			build: func(b *spanBuilder) {
+				b.user("Cancel NQNU5R.").
+					say("Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are:\n\n1. Change of plan\n2. Airline cancelled flight\n3. Other reasons")
+			},
+			budget: 600,
+			wanted: []string{`NEXT: the user has not yet answered [m0004]: "Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are: 1. Change of plan; 2. Airline cancelled flight; 3. Other reasons"`},
+		},
+		{
 			name: "a sed script that inserts lines says where and what",
 			build: func(b *spanBuilder) {
 				b.bash("Add the check.", `sed -i '/if "." in name:/i \    if not name:\n        raise ValueError("\x27name\x27 may not be empty.")' src/flask/blueprints.py`, rc(0, ""))

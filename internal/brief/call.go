@@ -86,6 +86,9 @@ type call struct {
 	// builds reports a shell line that runs a build or an interpreter
 	// (buildProgs) among its commands: it checks what was changed.
 	builds bool
+	// searches counts the grep-like commands of a shell line: with more
+	// than one, their outputs follow one another in one result.
+	searches int
 	// ranAfterChange reports a shell line that runs, tests or builds
 	// after a command of it changed a file ("cat > x.py <<EOF … EOF;
 	// python x.py", "sed -i … && pytest"): the line checked its change,
@@ -524,6 +527,7 @@ func classifyShell(line string) call {
 	// as written.
 	dir := ""
 	deletes := map[int]int{} // op index -> command index of a deletion
+	var patterns, searched []string
 	for i := range cmds {
 		c.builds = c.builds || buildProgs[cmds[i].prog()]
 		if cmds[i].prog() == "cd" {
@@ -531,6 +535,15 @@ func classifyShell(line string) call {
 			continue
 		}
 		k, ops := classifyCommand(&cmds[i], i > 0 && cmds[i-1].piped)
+		if p := cmds[i].prog(); k == kindSearch && (p == "grep" || p == "egrep" || p == "fgrep" || p == "rg") && (i == 0 || !cmds[i-1].piped) {
+			// A grep fed by a pipe filters the one before: not a search
+			// of its own.
+			pat, files := grepOperands(&cmds[i])
+			patterns = append(patterns, "\""+pat+"\"")
+			for _, f := range files {
+				searched = appendNew(searched, f)
+			}
+		}
 		if p := cmds[i].prog(); k == kindSearch && (p == "grep" || p == "egrep" || p == "fgrep") {
 			// grep names the file of each hit only when it searches more
 			// than one: with -r, a single operand that is a file (has an
@@ -580,6 +593,14 @@ func classifyShell(line string) call {
 		}
 	}
 	_ = editorFile
+	if c.searches = len(patterns); c.searches > 1 && c.kind == kindSearch {
+		// The label names every pattern: the line clipped would show only
+		// the first, and its hits would read as that one's.
+		c.label = "grep " + strings.Join(patterns, ", ")
+		if len(searched) == 1 {
+			c.label += " in " + searched[0]
+		}
+	}
 	// "sed … f > f.tmp && mv f.tmp f" edits f through a copy: an edit of f,
 	// not a rewrite that would replace what earlier edits did.
 	for j := range c.ops {
@@ -1234,7 +1255,12 @@ func replaceNote(old, nw string) string {
 		removed, added := lineDiff(a, b)
 		switch {
 		case len(removed) == 0 && len(added) > 0:
-			return "added " + quoteLines(added)
+			// The file grew by the lines added, blank ones included.
+			t := quoteLines(added)
+			if n := strings.Count(nw, "\n") - strings.Count(old, "\n"); n > 1 {
+				t = strings.TrimSuffix(t, " ("+strconv.Itoa(len(added))+" lines)") + " (+" + strconv.Itoa(n) + " lines)"
+			}
+			return "added " + t
 		case len(added) == 0 && len(removed) > 0:
 			return "removed " + quoteLines(removed)
 		case len(added) > 0:
@@ -1251,37 +1277,59 @@ func replaceNote(old, nw string) string {
 }
 
 // lineDiff returns the non-blank lines of a that b lacks, and those of b
-// that a lacks, compared trimmed.
+// that a lacks, compared trimmed and counted (a second "}" is a line
+// added).
 func lineDiff(a, b string) (onlyA, onlyB []string) {
-	set := func(s string) map[string]bool {
-		m := map[string]bool{}
+	count := func(s string) map[string]int {
+		m := map[string]int{}
 		for _, l := range strings.Split(s, "\n") {
-			m[strings.TrimSpace(l)] = true
+			m[strings.TrimSpace(l)]++
 		}
 		return m
 	}
-	inA, inB := set(a), set(b)
-	for _, l := range strings.Split(a, "\n") {
-		if t := strings.TrimSpace(l); t != "" && !inB[t] {
-			onlyA = append(onlyA, t)
+	only := func(s string, other map[string]int) []string {
+		var out []string
+		for _, l := range strings.Split(s, "\n") {
+			t := strings.TrimSpace(l)
+			if t == "" {
+				continue
+			}
+			if other[t] > 0 {
+				other[t]--
+				continue
+			}
+			out = append(out, t)
 		}
+		return out
 	}
-	for _, l := range strings.Split(b, "\n") {
-		if t := strings.TrimSpace(l); t != "" && !inA[t] {
-			onlyB = append(onlyB, t)
-		}
-	}
-	return onlyA, onlyB
+	return only(a, count(b)), only(b, count(a))
 }
 
-// quoteLines quotes the first of some lines and counts the rest.
+// quoteLines quotes some lines by what they open (`body.dark {`, `def
+// f():`) when several blocks do, else by the first, and counts the rest.
 func quoteLines(ls []string) string {
-	t := quoteCode(ls[0], 100)
-	if len(ls) > 1 {
-		t += " (+" + strconv.Itoa(len(ls)-1) + " lines)"
+	var heads []string
+	for _, l := range ls {
+		if strings.HasSuffix(l, "{") || strings.HasSuffix(l, ":") && blockOpenerRe.MatchString(l) {
+			heads = append(heads, l)
+		}
+	}
+	shown := ls[:1]
+	if len(heads) >= 2 {
+		shown = headLines(heads, 3)
+	}
+	parts := make([]string, len(shown))
+	for i, l := range shown {
+		parts[i] = quoteCode(l, 80)
+	}
+	t := strings.Join(parts, ", ")
+	if n := len(ls) - len(shown); n > 0 {
+		t += " (" + strconv.Itoa(len(ls)) + " lines)"
 	}
 	return t
 }
+
+var blockOpenerRe = regexp.MustCompile(`^(?:async\s+)?(?:def|class|if|elif|else|for|while|try|except|with|function)\b`)
 
 // trimCommon drops the common prefix and suffix of two texts, on line
 // boundaries where possible so the change reads as whole lines.

@@ -109,7 +109,9 @@ func (g *group) text(m *model, level int) string {
 	if len(g.steps) > 1 {
 		b.WriteString(" (×" + strconv.Itoa(len(g.steps)) + ")")
 	}
-	res := resultText(m, s, level)
+	// The runs of a group printed the same: the first one's result says
+	// what it printed (the later ones would say "the same output as" it).
+	res := resultText(m, g.first(), level)
 	if res != "" {
 		b.WriteString(" → ")
 		b.WriteString(res)
@@ -289,6 +291,23 @@ func searchText(s *step, level int) string {
 	hits, n := searchHits(s.f.out.lines)
 	if n == 0 {
 		return "no match"
+	}
+	if s.f.call.searches > 1 {
+		// Several searches in one line: their outputs follow one another
+		// (with any "|| echo" fallback), and a count or a list of line
+		// numbers would credit every hit to the first pattern.
+		var lines []string
+		for _, l := range s.f.out.lines {
+			if t := strings.TrimSpace(l); t != "" {
+				lines = append(lines, clip(compactNumbered(t), []int{110, 70, 50}[level]))
+			}
+		}
+		max := []int{8, 4, 2}[level]
+		t := "output of the " + strconv.Itoa(s.f.call.searches) + " searches, in order: " + strings.Join(headLines(lines, max), " | ")
+		if len(lines) > max {
+			t += " | … (" + strconv.Itoa(len(lines)) + " lines)"
+		}
+		return clip(stripTags(t), []int{600, 300, 140}[level])
 	}
 	if joined := stripTags(strings.Join(hits, " | ")); n <= 3 && len(joined) <= []int{360, 200, 100}[level] {
 		return joined
@@ -493,6 +512,7 @@ func outputText(s *step, level int) string {
 		return clip(strings.Join(o.short, " | "), []int{400, 300, 120}[level])
 	}
 	first := firstMeaningful(o.lines)
+	elided := false // lines before first are left out
 	if l := slices.IndexFunc(o.lines, func(l string) bool { return !progressLine(l) }); l > 0 {
 		first = firstMeaningful(o.lines[l:])
 	}
@@ -500,6 +520,23 @@ func outputText(s *step, level int) string {
 		// "sphinx-build … && cat _build/text/index.txt": the file shown
 		// last is what the line was for; the build's log comes first.
 		first = lastMeaningfulN(o.lines, 3)
+	} else if p := s.prevRun; p != nil {
+		// The same command ran before: what this run printed that the
+		// last one did not is its news (a warning every run repeats, or a
+		// script's unchanged opening lines, are not).
+		before := make(map[string]bool, len(p.f.out.lines))
+		for _, l := range p.f.out.lines {
+			before[strings.TrimSpace(l)] = true
+		}
+		news := slices.IndexFunc(o.lines, func(l string) bool { return !progressLine(l) && !before[strings.TrimSpace(l)] })
+		if news < 0 && len(o.lines) == len(p.f.out.lines) && o.body == p.f.out.body {
+			return "the same output as [" + p.id() + "]"
+		}
+		if news < 0 {
+			// Nothing new, but not the same: told as it is.
+		} else if t := strings.TrimSpace(o.lines[news]); t != first {
+			first, elided = t, true
+		}
 	}
 	if strings.HasSuffix(first, ":") {
 		// A label ("Str printer:") says nothing without the line it heads.
@@ -508,6 +545,10 @@ func outputText(s *step, level int) string {
 				first += " " + next
 			}
 		}
+	}
+	raw := first
+	if elided {
+		first = "… " + first
 	}
 	if level == levelMin {
 		return clip(first, 80)
@@ -519,7 +560,7 @@ func outputText(s *step, level int) string {
 				parts = append(parts, l)
 			}
 		}
-		if last := lastMeaningful(o.lines); last != "" && last != first && len(parts) < 4 {
+		if last := lastMeaningful(o.lines); last != "" && last != raw && len(parts) < 4 {
 			parts = append(parts, clip(last, 140))
 		}
 	}

@@ -34,6 +34,8 @@ type step struct {
 	records []string // ids of records it read or changed
 	// lineIdents memoizes stepIdents.
 	lineIdents []string
+	// prevRun is the last earlier step with the same call and an output.
+	prevRun *step
 }
 
 func (s *step) id() string { return s.ids[0] }
@@ -206,6 +208,9 @@ type model struct {
 	// argValues maps each argument value of a call to the last step that
 	// passed it, to tell read ids from unread.
 	argValues map[string]int
+	// lastRun maps a call's label to the last step that made it, to tell
+	// what a repeated run printed that the one before did not.
+	lastRun map[string]*step
 	// userAt is the step count when the last user message came.
 	userAt int
 	// dialogue is set when the span has a real user message after the
@@ -643,8 +648,21 @@ func (m *model) addStep(s *step) {
 	f := s.f
 	o := &f.out
 	s.failed = stepFailed(f)
+	if len(o.lines) > 0 {
+		if m.lastRun == nil {
+			m.lastRun = map[string]*step{}
+		}
+		s.prevRun = m.lastRun[f.call.label]
+		m.lastRun[f.call.label] = s
+	}
 	m.steps = append(m.steps, s)
 	for _, op := range f.call.ops {
+		if op.op == kindDelete && f.call.ranAfterChange && !s.failed && strings.Contains(o.body, strings.TrimSuffix(op.path, "/")+"/") {
+			// "rm -rf migrations && python manage.py makemigrations": the
+			// run made the directory again (its output names what it put
+			// there); it is not gone.
+			continue
+		}
 		m.fileOp(s, op)
 	}
 	for _, p := range o.missing {
@@ -941,6 +959,11 @@ func firstNonEmpty(s []string) string {
 	return ""
 }
 
+// sideCommandRe matches an error of a file command beside the run ("cat:
+// /tmp/debug.log: No such file or directory" after sphinx-build): the run
+// itself started, so a later run that fails otherwise did not get past it.
+var sideCommandRe = regexp.MustCompile(`^(?:cat|head|tail|ls|rm|grep|cd|wc|cp|mv|sed|nl|less|tee): `)
+
 // stepKey names what a step attempted, so that a later success of the same
 // thing resolves an earlier failure: the kind and target.
 func stepKey(s *step) string {
@@ -1001,7 +1024,7 @@ func (m *model) trackError(s *step) {
 			e.fix = m.fixBetween(e, s)
 		}
 	}
-	if invocationRe.MatchString(line) && (s.f.call.kind == kindTest || s.f.call.kind == kindRun) {
+	if invocationRe.MatchString(line) && (s.f.call.kind == kindTest || s.f.call.kind == kindRun) && !sideCommandRe.MatchString(line) {
 		// The command could not start (a module or file not found): any
 		// later run of the same kind that works went past it.
 		key = kindKey

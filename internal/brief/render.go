@@ -987,7 +987,6 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			byID[st.id()] = append(byID[st.id()], st)
 		}
 	}
-	failing, _ := m.stillFailing()
 	for k, e := range m.errors {
 		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
 		if len(e.ids) > 3 {
@@ -1030,12 +1029,6 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
 		}
 		it.texts[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
-		if e == failing && !e.unrelated() {
-			// The state quotes it whole: here it needs only its place
-			// among the others.
-			t := "- " + clip(line, 60) + " " + ids + ": " + short + " (STATE)"
-			it.setAll(t)
-		}
 		l.items = append(l.items, it)
 	}
 	for _, t := range m.toolErrs {
@@ -1116,9 +1109,32 @@ func (l *layout) buildTold(recency func(int) float64) {
 		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(text, 200)
 		// At the least, what it ends on: the question or offer the user
 		// answers next.
-		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(lastSentences(text, 2), 180)
+		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(endingOf(text), 180)
 		l.items = append(l.items, it)
 	}
+}
+
+var listItemRe = regexp.MustCompile(`^\s*(?:[-*•]|\d+[.)])\s+\S`)
+
+// endingOf is what a message ends on: its last two sentences, or, when it
+// ends on a list, the two sentences that open the list and the list (the
+// options offered are not sentences of their own).
+func endingOf(text string) string {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	i := len(lines)
+	for i > 0 && (listItemRe.MatchString(lines[i-1]) || strings.TrimSpace(lines[i-1]) == "") {
+		i--
+	}
+	if i == len(lines) || i == 0 {
+		return lastSentences(text, 2)
+	}
+	var items []string
+	for _, l := range lines[i:] {
+		if t := strings.TrimSpace(l); t != "" {
+			items = append(items, t)
+		}
+	}
+	return lastSentences(strings.Join(lines[:i], "\n"), 2) + " " + strings.Join(items, "; ")
 }
 
 // applyFocus raises the priority of items that mention the focus words.

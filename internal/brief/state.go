@@ -150,7 +150,11 @@ func (m *model) lastCheck() (string, *step) {
 	if check == nil {
 		return "not run, tested or sent since the last change [" + m.steps[lastChange].id() + "]", nil
 	}
-	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(resultText(m, check, levelShort), 160), check
+	res := resultText(m, check, levelShort)
+	if p := check.prevRun; p != nil && strings.HasPrefix(res, "the same output as") {
+		res += ": " + resultText(m, p, levelShort) // the state reads on its own
+	}
+	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(res, 160), check
 }
 
 // runsAfterChange reports whether a command both changed a file and ran
@@ -197,7 +201,7 @@ func (m *model) nextText() string {
 		return "read " + strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
 	}
 	if m.asked != nil && m.asked.n == len(m.steps) {
-		return "the user has not yet answered [" + m.asked.id + "]: \"" + clip(lastSentences(plainText(m.asked.text), 2), 220) + "\""
+		return "the user has not yet answered [" + m.asked.id + "]: \"" + clip(endingOf(plainText(m.asked.text)), 220) + "\""
 	}
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
