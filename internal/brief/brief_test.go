@@ -508,7 +508,17 @@ func TestHandOffRules(t *testing.T) {
 					say("Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are:\n\n1. Change of plan\n2. Airline cancelled flight\n3. Other reasons")
 			},
 			budget: 600,
-			wanted: []string{`NEXT: the user has not yet answered [m0004]: "Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are: 1. Change of plan; 2. Airline cancelled flight; 3. Other reasons"`},
+			wanted:   []string{`NEXT: the user has not yet answered [m0004]: "Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are: 1. Change of plan; 2. Airline cancelled flight; 3. Other reasons"`},
+			unwanted: []string{"to the user: Could you"}, // quoted once, by the next step
+		},
+		{
+			name: "options told as a list with sub-items keep each option's details and the closing question",
+			build: func(b *spanBuilder) {
+				b.user("Find me a nonstop flight.").
+					say("Here are the nonstop flights on May 21:\n\n1. **Flight HAT052**\n   - Departure: 03:00 EST\n   - Economy Price: $125\n\n2. **Flight HAT102**\n   - Departure: 21:00 EST\n   - Economy Price: $117\n\nWhich one would you like?")
+			},
+			budget: 600,
+			wanted: []string{"1. Flight HAT052, Departure: 03:00 EST, Economy Price: $125; 2. Flight HAT102, Departure: 21:00 EST, Economy Price: $117 Which one would you like?"},
 		},
 		{
 			name: "a sed script that inserts lines says where and what",
@@ -847,7 +857,7 @@ func TestRecordsDigest(t *testing.T) {
 }
 
 func TestIndexLeavesOutNoise(t *testing.T) {
-	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g"} {
+	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g", "setup_loader/p", "utf-8", "iso-8859-1", "latin-1"} {
 		if !plainName(id) {
 			t.Errorf("%q would be listed", id)
 		}

@@ -182,7 +182,8 @@ func (l *layout) build(userCap int) {
 	for k, t := range m.stateLines() {
 		l.add(&item{sec: secState, must: true, order: float64(k)}, "- "+t)
 	}
-	if next := m.nextText(); next != "" {
+	next := m.nextText()
+	if next != "" {
 		l.add(&item{sec: secNext, must: true}, next)
 	}
 
@@ -191,7 +192,7 @@ func (l *layout) build(userCap int) {
 	l.buildErrors(recency)
 	l.buildSteps(recency)
 	l.buildNotes(recency)
-	l.buildTold(recency)
+	l.buildTold(recency, next)
 	l.buildPrior()
 	l.applyFocus()
 }
@@ -277,12 +278,12 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			}
 			it.texts[levelFull] = "- " + f.name() + ": read " + read
 			if len(notable) > 0 {
-				it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
+				it.texts[levelFull] += "; key lines: " + quoteAll(notable)
 			}
 			it.texts[levelFull] = clip(it.texts[levelFull], 700)
 			it.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
 			if len(notable) > 0 {
-				it.texts[levelShort] += "; a line the agent referred to: " + clip(notable[len(notable)-1], 110)
+				it.texts[levelShort] += "; key line: " + quoteCode(notable[len(notable)-1], 110)
 			}
 			it.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
 			switch {
@@ -308,7 +309,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			it.texts[lv] = "- " + f.name() + ": " + fileText(f, lv)
 		}
 		if notable := fileNotable(views, 2); len(notable) > 0 {
-			it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
+			it.texts[levelFull] += "; key lines: " + quoteAll(notable)
 		}
 		l.items = append(l.items, it)
 	}
@@ -420,6 +421,15 @@ func viewOutline(views []*step) string {
 
 // fileNotable gathers the lines the agent referred to after reading a
 // file, newest last, at most n.
+// quoteAll quotes lines of code one by one, so each reads as code.
+func quoteAll(lines []string) string {
+	q := make([]string, len(lines))
+	for i, l := range lines {
+		q[i] = quoteCode(l, 160)
+	}
+	return strings.Join(q, ", ")
+}
+
 func fileNotable(views []*step, n int) []string {
 	var out []string
 	for i := len(views) - 1; i >= 0 && len(out) < n; i-- {
@@ -1100,41 +1110,67 @@ var strongDecisionRe = regexp.MustCompile(`(?i)\b(?:should (?:revert|keep|only|n
 
 // buildTold: what the assistant told the user, newest first when short of
 // room (a refusal and its reason, an offer awaiting an answer).
-func (l *layout) buildTold(recency func(int) float64) {
+func (l *layout) buildTold(recency func(int) float64, next string) {
 	m := l.m
 	for k, t := range m.told {
+		if strings.HasPrefix(next, "the user has not yet answered ["+t.id+"]") {
+			continue // the next step quotes it
+		}
 		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
 		text := plainText(t.text)
 		it.texts[levelFull] = "- [" + t.id + "] to the user: " + clip(text, 420)
 		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(text, 200)
 		// At the least, what it ends on: the question or offer the user
 		// answers next.
-		it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(endingOf(text), 180)
+		it.texts[levelMin] = "- [" + t.id + "] to the user: " + endingOf(text, 180)
 		l.items = append(l.items, it)
 	}
 }
 
-var listItemRe = regexp.MustCompile(`^\s*(?:[-*•]|\d+[.)])\s+\S`)
+var listItemRe = regexp.MustCompile(`^(\s*)(?:[-*•]|\d+[.)])\s+\S`)
 
-// endingOf is what a message ends on: its last two sentences, or, when it
-// ends on a list, the two sentences that open the list and the list (the
-// options offered are not sentences of their own).
-func endingOf(text string) string {
+// endingOf is what a message ends on, in at most limit bytes: its last two
+// sentences; when it holds a list, the sentences that open the list, the
+// list's items (each with its sub-items, cut short), and the sentence
+// after it, which is kept whole (the question the user answers next).
+func endingOf(text string, limit int) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
-	i := len(lines)
-	for i > 0 && (listItemRe.MatchString(lines[i-1]) || strings.TrimSpace(lines[i-1]) == "") {
-		i--
-	}
-	if i == len(lines) || i == 0 {
-		return lastSentences(text, 2)
-	}
+	start, end := -1, -1 // the list's first and last lines
 	var items []string
-	for _, l := range lines[i:] {
-		if t := strings.TrimSpace(l); t != "" {
-			items = append(items, t)
+	for i, l := range lines {
+		m := listItemRe.FindStringSubmatch(l)
+		if m != nil && len(m[1]) < 2 {
+			if start < 0 {
+				start = i
+			}
+			end = i
+			items = append(items, strings.TrimSpace(l))
+			continue
 		}
+		if start < 0 {
+			continue
+		}
+		if t := strings.TrimSpace(l); t == "" || m != nil || strings.HasPrefix(l, "  ") {
+			end = i
+			if t != "" && len(items) > 0 {
+				// A sub-item: told with its item ("1. HAT052: 03:00, $125").
+				items[len(items)-1] += ", " + strings.TrimSpace(strings.TrimLeft(t, "-*• "))
+			}
+			continue
+		}
+		break
 	}
-	return lastSentences(strings.Join(lines[:i], "\n"), 2) + " " + strings.Join(items, "; ")
+	if start < 0 {
+		return clip(lastSentences(text, 2), limit)
+	}
+	intro := lastSentences(strings.Join(lines[:start], "\n"), 2)
+	outro := lastSentences(strings.Join(lines[end+1:], "\n"), 1)
+	room := limit - len(intro) - len(outro) - 2
+	per := max(room/len(items), 24)
+	for i, it := range items {
+		items[i] = clip(it, per)
+	}
+	return clip(strings.TrimSpace(intro+" "+clip(strings.Join(items, "; "), max(room, 40))+" "+outro), limit)
 }
 
 // applyFocus raises the priority of items that mention the focus words.
@@ -1415,7 +1451,7 @@ func plainName(id string) bool {
 // reader could act on: CSS lengths and durations (1280px, 0.3s), a
 // decompiler's automatic names (uVar5, local_1c, LAB_004018c7), sed
 // scripts (/DEBUG/d, s/a/b/g).
-var noiseRe = regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gd])$`)
+var noiseRe = regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gdp]|(?i:utf-?(?:8|16|32)|latin-?1|iso-?8859-\d+|ascii|cp\d{3,4}))$`)
 
 // languageWords are literals and built-in names of common languages.
 var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,

@@ -201,7 +201,7 @@ func (m *model) nextText() string {
 		return "read " + strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
 	}
 	if m.asked != nil && m.asked.n == len(m.steps) {
-		return "the user has not yet answered [" + m.asked.id + "]: \"" + clip(endingOf(plainText(m.asked.text)), 220) + "\""
+		return "the user has not yet answered [" + m.asked.id + "]: \"" + endingOf(plainText(m.asked.text), 260) + "\""
 	}
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
