@@ -507,7 +507,7 @@ func TestHandOffRules(t *testing.T) {
 				b.user("Cancel NQNU5R.").
 					say("Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are:\n\n1. Change of plan\n2. Airline cancelled flight\n3. Other reasons")
 			},
-			budget: 600,
+			budget:   600,
 			wanted:   []string{`NEXT: the user has not yet answered [m0004]: "Could you please provide the reason for cancellation for the reservation with ID NQNU5R? The options are: 1. Change of plan; 2. Airline cancelled flight; 3. Other reasons"`},
 			unwanted: []string{"to the user: Could you"}, // quoted once, by the next step
 		},
