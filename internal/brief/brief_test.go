@@ -521,6 +521,16 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"1. Flight HAT052, Departure: 03:00 EST, Economy Price: $125; 2. Flight HAT102, Departure: 21:00 EST, Economy Price: $117 Which one would you like?"},
 		},
 		{
+			name: "removing a missing file is not the error of a line that fails later",
+			build: func(b *spanBuilder) {
+				b.bash("Clean, build, read the log.", "rm /tmp/debug.log; sphinx-build -b html . _build/html; cat /tmp/debug.log",
+					rc(1, "rm: cannot remove '/tmp/debug.log': No such file or directory\nbuild succeeded.\ncat: /tmp/debug.log: No such file or directory"))
+			},
+			budget:   700,
+			wanted:   []string{"cat: /tmp/debug.log: No such file or directory"},
+			unwanted: []string{"exit 1: rm: cannot remove"},
+		},
+		{
 			name: "a sed script that inserts lines says where and what",
 			build: func(b *spanBuilder) {
 				b.bash("Add the check.", `sed -i '/if "." in name:/i \    if not name:\n        raise ValueError("\x27name\x27 may not be empty.")' src/flask/blueprints.py`, rc(0, ""))

@@ -409,8 +409,8 @@ func readErrors(o *output, lines []string) {
 			inTrace = false
 			continue
 		}
-		if o.errLine != "" || inTrace {
-			continue
+		if o.errLine != "" && !cleanupMissingRe.MatchString(o.errLine) || inTrace {
+			continue // the first error stands; "rm: cannot remove" a missing file is not one
 		}
 		if strings.HasPrefix(t, "[Your proposed edit has introduced new syntax error") {
 			// An editor's refusal: the reason, then where.
