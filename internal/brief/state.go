@@ -73,7 +73,7 @@ func (m *model) stateLines() []string {
 	failing, others := m.stillFailing()
 	more := ""
 	if others > 0 {
-		more = " (and " + plural(others, "earlier error") + " in ERRORS)"
+		more = " (and " + plural(others, "other error") + " still open)"
 	}
 	switch {
 	case failing != nil && checkStep != nil && failing.ids[len(failing.ids)-1] == checkStep.id():
@@ -101,17 +101,22 @@ func (m *model) stateLines() []string {
 }
 
 // stillFailing returns the newest error still open among the last steps,
-// which the state shows, and how many other open ones there are.
+// which the state shows, and how many other open ones ERRORS lists.
 func (m *model) stillFailing() (*errState, int) {
 	var newest *errState
-	n := 0
+	open := 0 // all of them, as ERRORS lists them
 	for _, e := range m.errors {
-		if e.open() && e.n >= len(m.steps)-8 {
-			newest = e
-			n++
+		if e.open() {
+			open++
+			if e.n >= len(m.steps)-8 {
+				newest = e
+			}
 		}
 	}
-	return newest, max(0, n-1)
+	if newest == nil {
+		return nil, 0
+	}
+	return newest, open - 1
 }
 
 // hasEditTools reports whether the agent works on files (shell or editor
