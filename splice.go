@@ -288,22 +288,27 @@ const wrapperTagName = "compacted-history"
 // get their '&' escaped as "&amp;" so [UnwrapBriefing] restores text
 // exactly. Shell lines ("a && b < f") and HTML pass unchanged.
 func EscapeBriefing(text string) string {
-	if !strings.Contains(text, "<") && !strings.Contains(text, "&") {
+	i := strings.IndexAny(text, "<&")
+	if i < 0 {
 		return text
 	}
 	var sb strings.Builder
 	sb.Grow(len(text) + 16)
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case c == '&' && (strings.HasPrefix(text[i:], "&lt;") || strings.HasPrefix(text[i:], "&amp;")):
+	// The text between the bytes that may need escaping is copied whole:
+	// a briefing is long and those bytes are few.
+	for ; i >= 0; i = strings.IndexAny(text, "<&") {
+		sb.WriteString(text[:i])
+		switch rest := text[i:]; {
+		case rest[0] == '&' && (strings.HasPrefix(rest, "&lt;") || strings.HasPrefix(rest, "&amp;")):
 			sb.WriteString("&amp;")
-		case c == '<' && startsWrapperTag(text[i+1:]):
+		case rest[0] == '<' && startsWrapperTag(rest[1:]):
 			sb.WriteString("&lt;")
 		default:
-			sb.WriteByte(c)
+			sb.WriteByte(rest[0])
 		}
+		text = text[i+1:]
 	}
+	sb.WriteString(text)
 	return sb.String()
 }
 

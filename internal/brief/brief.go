@@ -42,12 +42,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/briefd/briefd"
-	"github.com/briefd/briefd/internal/ident"
 )
 
 // Input is what a briefing is written from.
@@ -224,11 +222,7 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	for _, it := range l.items {
 		it.cache = in.Cache
 	}
-	for _, id := range m.idOrder {
-		if !ident.IsNumeric(id) {
-			l.indexNeed += estimate(id + ", ")
-		}
-	}
+	_, l.indexNeed = m.namedIdents()
 	if m.prior != nil {
 		// What the earlier briefing carried may need the index once its
 		// lines give way.
@@ -342,11 +336,9 @@ func (l *layout) coverage(text string) Coverage {
 			kept[id] = true
 		}
 	}
-	for _, id := range m.idOrder {
-		if ident.IsNumeric(id) {
-			continue
-		}
-		c.SpanIdentifiers++
+	named, _ := m.namedIdents()
+	c.SpanIdentifiers = len(named)
+	for _, id := range named {
 		if kept[id] {
 			c.IdentifiersKept++
 		}
@@ -383,7 +375,7 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 	r := &Record{Format: RecordFormat, Covers: []string{l.m.first, l.m.last}, Depth: depth, Coverage: cov}
 	for sec := secTask; sec < numSections; sec++ {
 		var items []*item
-		for _, it := range l.items {
+		for _, it := range l.printOrder() {
 			if it.sec == sec && it.level >= 0 {
 				items = append(items, it)
 			}
@@ -391,7 +383,6 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 		if len(items) == 0 {
 			continue
 		}
-		sort.SliceStable(items, func(i, j int) bool { return items[i].order < items[j].order })
 		rs := RecordSection{Name: sectionKeys[sec]}
 		for _, it := range items {
 			rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})

@@ -160,19 +160,21 @@ type recordState struct {
 
 // errState is one error and what became of it.
 type errState struct {
-	line       string
-	at         string // where it was raised
-	ids        []string
-	key        string // what failed: the kind and target of the step
-	resolved   string // the message of the first success of the same thing
-	resolvedBy *step  // that success
-	lastHead   string // the failed line's last command (call.lastHead), which a later success of resolves it
-	checked    string // the reaction of resolvedBy that misfired was read from
-	misfired   bool
-	lastFailed *step  // the step it was last seen in, whose reaction may judge it
-	fix        string // what changed between the last failure and that success
-	n          int    // last step it was seen
-	count      int
+	line        string
+	at          string // where it was raised
+	ids         []string
+	key         string // what failed: the kind and target of the step
+	resolved    string // the message of the first success of the same thing
+	resolvedBy  *step  // that success
+	lastHead    string // the failed line's last command (call.lastHead), which a later success of resolves it
+	checked     string // the reaction of resolvedBy that misfired was read from
+	misfired    bool
+	lastFailed  *step  // the step it was last seen in, whose reaction may judge it
+	judged      string // the reaction of lastFailed that unrelatedTo was read from
+	unrelatedTo bool
+	fix         string // what changed between the last failure and that success
+	n           int    // last step it was seen
+	count       int
 }
 
 // model is everything the briefing can say about a span.
@@ -228,6 +230,15 @@ type model struct {
 	// is len(records) when they were written.
 	lines     map[lineKey][levels]string
 	linesRecs int
+	// byID indexes the steps of steps[:byIDN] by their calling message
+	// (see callsOf); named lists the identifiers of idOrder[:namedN] that
+	// are not bare numbers, and namedNeed sums their estimated cost in
+	// the index, in that order (see namedIdents).
+	byID      map[string][]*step
+	byIDN     int
+	named     []string
+	namedN    int
+	namedNeed float64
 }
 
 type idList struct {
@@ -1025,7 +1036,15 @@ func installedNothing(s *step) bool {
 // unrelated reports an open error the agent, reading it, judged not its
 // own: a failure that was there before its change.
 func (e *errState) unrelated() bool {
-	return e.lastFailed != nil && unrelatedRe.MatchString(headOf(e.lastFailed.react, 600))
+	if e.lastFailed == nil {
+		return false
+	}
+	// Read once per text, as open reads its reaction: a warm model keeps
+	// the error while its last failure and that one's reaction change.
+	if r := e.lastFailed.react; r != e.judged {
+		e.judged, e.unrelatedTo = r, unrelatedRe.MatchString(headOf(r, 600))
+	}
+	return e.unrelatedTo
 }
 
 var unrelatedRe = regexp.MustCompile(`(?i)\b(?:unrelated to (?:my|the|our) (?:change|fix|edit)s?|not related to (?:my|the|our) (?:change|fix|edit)s?|pre-?existing (?:failure|error|issue|bug|test failure)|(?:was|is|were) (?:already )?failing before)`)

@@ -133,8 +133,12 @@ type layout struct {
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
-	// byPrio is the optional items by priority, sorted once.
+	// byPrio is the optional items by priority, sorted once; sorted is
+	// every item in print order (printOrder).
 	byPrio []*item
+	sorted []*item
+	// rendered is the longest text rendered yet, to size the next one.
+	rendered int
 }
 
 // build turns the model into items.
@@ -975,13 +979,6 @@ func stepIdents(s *step) []string {
 // resolved it (or that nothing has yet).
 func (l *layout) buildErrors(recency func(int) float64) {
 	m := l.m
-	var byID map[string][]*step // a message's calls
-	if len(m.errors) > 0 {
-		byID = make(map[string][]*step, len(m.steps))
-		for _, st := range m.steps {
-			byID[st.id()] = append(byID[st.id()], st)
-		}
-	}
 	for k, e := range m.errors {
 		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
 		if len(e.ids) > 3 {
@@ -1004,7 +1001,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// editor view, a lookup): its step needs no line of its own.
 		var told []*step
 		for _, id := range e.ids {
-			for _, st := range byID[id] {
+			for _, st := range m.callsOf(id) {
 				if k := st.f.call.kind; st.failed && k != kindRun && k != kindTest && k != kindHTTP {
 					told = append(told, st)
 				}
@@ -1327,9 +1324,10 @@ type extras struct {
 // render prints the chosen items by section.
 func (l *layout) render(x *extras) string {
 	var b strings.Builder
+	b.Grow(l.rendered)
 	b.WriteString(l.head)
 	bySec := make([][]*item, numSections)
-	for _, it := range l.items {
+	for _, it := range l.printOrder() {
 		if it.level >= 0 {
 			bySec[it.sec] = append(bySec[it.sec], it)
 		}
@@ -1353,7 +1351,6 @@ func (l *layout) render(x *extras) string {
 		if len(items) == 0 {
 			continue
 		}
-		sort.SliceStable(items, func(i, j int) bool { return items[i].order < items[j].order })
 		if inline[sec] {
 			parts := make([]string, len(items))
 			for i, it := range items {
@@ -1364,13 +1361,29 @@ func (l *layout) render(x *extras) string {
 		}
 		b.WriteString("\n" + sectionNames[sec] + ":")
 		for _, it := range items {
-			b.WriteString("\n" + it.text())
+			b.WriteByte('\n')
+			b.WriteString(it.text())
 		}
 	}
 	if l.foot != "" {
 		b.WriteString("\n" + l.foot)
 	}
+	l.rendered = max(l.rendered, b.Len())
 	return b.String()
+}
+
+// printOrder returns the items in the order they print: by section, then
+// by order within it, as listed when orders tie. It is sorted once; the
+// items do not change after build.
+func (l *layout) printOrder() []*item {
+	if len(l.sorted) != len(l.items) {
+		l.sorted = slices.Clone(l.items)
+		sort.SliceStable(l.sorted, func(i, j int) bool {
+			a, b := l.sorted[i], l.sorted[j]
+			return a.sec < b.sec || a.sec == b.sec && a.order < b.order
+		})
+	}
+	return l.sorted
 }
 
 // plainName reports a name from code with no digit, path or dot (want_all,
@@ -1675,10 +1688,6 @@ func (l *layout) omittedText() string {
 // idRuns compresses step ids into runs of consecutive steps: "m0041–m0049,
 // m0055".
 func idRuns(ids []string, m *model) string {
-	pos := map[string]int{}
-	for i, s := range m.steps {
-		pos[s.id()] = i
-	}
 	var runs []string
 	start, prev := -1, -1
 	flush := func() {
@@ -1692,10 +1701,11 @@ func idRuns(ids []string, m *model) string {
 		}
 	}
 	for _, id := range ids {
-		p, ok := pos[id]
-		if !ok {
+		calls := m.callsOf(id)
+		if len(calls) == 0 {
 			continue
 		}
+		p := calls[len(calls)-1].n
 		if start >= 0 && p == prev+1 {
 			prev = p
 			continue

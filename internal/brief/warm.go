@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // Warm briefings: a conversation's span grows by a turn between snapshots,
@@ -236,6 +237,33 @@ func (m *model) stepsOn(f *fileState) []*step {
 		}
 	}
 	return m.onFile[f]
+}
+
+// callsOf returns the steps of the message id, in order. The index
+// grows with the steps: a step's message is fixed when read.
+func (m *model) callsOf(id string) []*step {
+	if m.byID == nil {
+		m.byID = map[string][]*step{}
+	}
+	for ; m.byIDN < len(m.steps); m.byIDN++ {
+		s := m.steps[m.byIDN]
+		m.byID[s.id()] = append(m.byID[s.id()], s)
+	}
+	return m.byID[id]
+}
+
+// namedIdents returns the span's identifiers that are not bare numbers,
+// in order, and the tokens an index of them all would take. The list
+// grows with idOrder, which reading only appends to; the sum is taken in
+// the same order, so it is the same float a fresh model's is.
+func (m *model) namedIdents() ([]string, float64) {
+	for ; m.namedN < len(m.idOrder); m.namedN++ {
+		if id := m.idOrder[m.namedN]; !ident.IsNumeric(id) {
+			m.named = append(m.named, id)
+			m.namedNeed += estimate(id + ", ")
+		}
+	}
+	return m.named, m.namedNeed
 }
 
 // weight is noteWeight(t), computed once per text.
