@@ -52,7 +52,18 @@ func groupSteps(steps []*step) []*group {
 }
 
 // noMatch reports a search (or a listing of a path) that found nothing.
+// It is read once per step: what it reads is fixed when the step is.
 func noMatch(s *step) bool {
+	if s.noMatch == 0 {
+		s.noMatch = 1
+		if readNoMatch(s) {
+			s.noMatch = 2
+		}
+	}
+	return s.noMatch == 2
+}
+
+func readNoMatch(s *step) bool {
 	k := s.f.call.kind
 	if k != kindSearch {
 		return false

@@ -32,8 +32,11 @@ type step struct {
 	files   []string
 	idents  []string // identifiers of the call and result, to rank the index
 	records []string // ids of records it read or changed
-	// lineIdents memoizes stepIdents.
+	// lineIdents memoizes stepIdents, outcome outcomeKey, noMatch
+	// noMatch (0 unread, 1 false, 2 true).
 	lineIdents []string
+	outcome    string
+	noMatch    int8
 }
 
 func (s *step) id() string { return s.ids[0] }
@@ -75,6 +78,8 @@ type fileState struct {
 	writes  []string // files this script rewrites when it runs
 	missing bool     // a tool said it does not exist
 	n       int      // the last step that touched it
+	// lines memoizes its fileText at every level (see model.fileTexts).
+	lines *fileLines
 }
 
 var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
@@ -234,8 +239,20 @@ type model struct {
 	// (see callsOf); named lists the identifiers of idOrder[:namedN] that
 	// are not bare numbers, and namedNeed sums their estimated cost in
 	// the index, in that order (see namedIdents).
-	byID      map[string][]*step
-	byIDN     int
+	byID  map[string][]*step
+	byIDN int
+	// outcomes holds the outcomes of the runs and tests of
+	// steps[:outcomesN] by command (see runOutcomes); notesAt the texts
+	// of notes by index, with the note they were written from.
+	outcomes  map[string]map[string]bool
+	outcomesN int
+	notesAt   []noteLines
+	// missed indexes the failed steps of steps[:missedN] by the paths
+	// they found missing (see missedAt).
+	missed  map[string][]*step
+	missedN int
+	// memoBytes approximates the texts the memos above hold.
+	memoBytes int
 	named     []string
 	namedN    int
 	namedNeed float64

@@ -244,12 +244,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			continue
 		case f.missing && !f.net():
 			// It tells the failed calls that found it missing.
-			var missed []*step
-			for _, s := range m.steps {
-				if s.failed && slices.Contains(s.f.out.missing, f.path) {
-					missed = append(missed, s)
-				}
-			}
+			missed := m.missedAt(f.path)
 			it := &item{sec: secFiles, key: f.path, prio: 4 + recency(f.n), order: order, ids: headLines(f.views, 1), steps: missed}
 			it.setAll("- " + f.name() + ": does not exist (a tool said so)")
 			l.items = append(l.items, it)
@@ -306,8 +301,9 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
+		texts := m.fileTexts(f)
 		for lv := range levels {
-			it.texts[lv] = "- " + f.name() + ": " + fileText(f, lv)
+			it.texts[lv] = "- " + f.name() + ": " + texts[lv]
 		}
 		if notable := fileNotable(views, 2); len(notable) > 0 {
 			it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
@@ -902,15 +898,7 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	m := l.m
 	// Runs of one command whose outcomes differ are the evidence of what
 	// changed in between (a bug reproduced, then fixed).
-	outcomes := map[string]map[string]bool{}
-	for _, s := range m.steps {
-		if k := s.f.call.kind; k == kindRun || k == kindTest {
-			if outcomes[s.f.call.label] == nil {
-				outcomes[s.f.call.label] = map[string]bool{}
-			}
-			outcomes[s.f.call.label][outcomeKey(s)] = true
-		}
-	}
+	outcomes := m.runOutcomes()
 	told := map[*step]bool{}
 	for _, it := range l.items {
 		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
@@ -962,9 +950,13 @@ func (l *layout) buildSteps(recency func(int) float64) {
 }
 
 // outcomeKey sums up what a run showed, to compare runs of one command.
+// It is written once per step: what it reads is fixed when the step is.
 func outcomeKey(s *step) string {
-	o := &s.f.out
-	return strconv.FormatBool(s.failed) + "|" + o.errLine + "|" + o.tests + "|" + strings.Join(o.short, "\n") + "|" + lastMeaningful(o.lines)
+	if s.outcome == "" {
+		o := &s.f.out
+		s.outcome = strconv.FormatBool(s.failed) + "|" + o.errLine + "|" + o.tests + "|" + strings.Join(o.short, "\n") + "|" + lastMeaningful(o.lines)
+	}
+	return s.outcome
 }
 
 // stepIdents are the identifiers a step's line carries at full detail.
@@ -1066,9 +1058,11 @@ func (l *layout) buildNotes(recency func(int) float64) {
 			it.prio += 3
 			first = false
 		}
-		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
-		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
-		it.texts[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)
+		it.texts = m.noteTexts(k, func(t *[levels]string) {
+			t[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
+			t[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
+			t[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)
+		})
 		l.items = append(l.items, it)
 	}
 }
@@ -1309,8 +1303,7 @@ func (l *layout) choose(scale float64) string {
 			it.level = -1
 		}
 	}
-	text := l.render(nil)
-	idx := l.index(text, math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
+	idx := l.index(math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
 	omitted := l.omittedText()
 	l.lastIndex, l.lastOmitted = idx, omitted
 	return l.render(&extras{index: idx, omitted: omitted})
@@ -1413,7 +1406,7 @@ const indexNote = " (names in the compacted messages; expand_history finds them)
 
 // index lists identifiers the text does not carry, best first, within
 // room tokens.
-func (l *layout) index(text string, room, scale float64) string {
+func (l *layout) index(room, scale float64) string {
 	if room <= 8 {
 		return ""
 	}

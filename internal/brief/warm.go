@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/ident"
@@ -48,12 +49,18 @@ func (w *Warm) Len() int {
 }
 
 // Bytes approximates the memory w holds beside the messages themselves
-// (its reading of tool outputs is shared with the Cache while cached).
+// (its reading of tool outputs is shared with the Cache while cached),
+// with what the layout keeps in the model between calls: its indexes of
+// the steps and identifiers, and the memoized texts of lines.
 func (w *Warm) Bytes() int {
 	if w == nil {
 		return 0
 	}
-	return w.bytes
+	n := w.bytes
+	if m := w.m; m != nil {
+		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 96*len(m.notesAt)
+	}
+	return n
 }
 
 // Reset empties w.
@@ -264,6 +271,124 @@ func (m *model) namedIdents() ([]string, float64) {
 		}
 	}
 	return m.named, m.namedNeed
+}
+
+// runOutcomes returns the outcomes (outcomeKey) of the runs and tests of
+// the span by command. It grows with the steps: a step's outcome is fixed
+// when read.
+func (m *model) runOutcomes() map[string]map[string]bool {
+	if m.outcomes == nil {
+		m.outcomes = map[string]map[string]bool{}
+	}
+	for ; m.outcomesN < len(m.steps); m.outcomesN++ {
+		s := m.steps[m.outcomesN]
+		if k := s.f.call.kind; k == kindRun || k == kindTest {
+			if m.outcomes[s.f.call.label] == nil {
+				m.outcomes[s.f.call.label] = map[string]bool{}
+			}
+			m.outcomes[s.f.call.label][outcomeKey(s)] = true
+		}
+	}
+	return m.outcomes
+}
+
+// missedAt returns the failed steps that found path missing, in order.
+// The index grows with the steps: what a step found is fixed when read.
+func (m *model) missedAt(path string) []*step {
+	if m.missed == nil {
+		m.missed = map[string][]*step{}
+	}
+	for ; m.missedN < len(m.steps); m.missedN++ {
+		s := m.steps[m.missedN]
+		if !s.failed {
+			continue
+		}
+		for i, p := range s.f.out.missing {
+			if !slices.Contains(s.f.out.missing[:i], p) {
+				m.missed[p] = append(m.missed[p], s)
+			}
+		}
+	}
+	return slices.Clip(m.missed[path])
+}
+
+// fileLines are a file's fileText at every level, and what of the file
+// they were written from.
+type fileLines struct {
+	created, deleted, content, outline string
+	lastRun                            *step
+	react                              string // lastRun's
+	changes                            []change
+	undone                             []undo
+	texts                              [levels]string
+}
+
+// fileTexts returns fileText(f, lv) for every level, written again only
+// when what it reads of f has changed: a warm model keeps its files, and
+// most of them are not touched by the new steps. A rule that makes
+// fileText read more of the file must be added to fileLines
+// (TestWarmWriteIdentity finds what it misses).
+func (m *model) fileTexts(f *fileState) [levels]string {
+	if c := f.lines; c != nil && c.matches(f) {
+		return c.texts
+	}
+	c := &fileLines{created: f.created, deleted: f.deleted, content: f.content, outline: f.outline, lastRun: f.lastRun,
+		changes: slices.Clone(f.changes), undone: slices.Clone(f.undone)}
+	if f.lastRun != nil {
+		c.react = f.lastRun.react
+	}
+	for i := range c.undone {
+		c.undone[i].changes = slices.Clone(c.undone[i].changes)
+	}
+	for lv := range levels {
+		c.texts[lv] = fileText(f, lv)
+		m.memoBytes += len(c.texts[lv])
+	}
+	if f.lines != nil {
+		for _, t := range f.lines.texts {
+			m.memoBytes -= len(t)
+		}
+	}
+	f.lines = c
+	return c.texts
+}
+
+func (c *fileLines) matches(f *fileState) bool {
+	if c.created != f.created || c.deleted != f.deleted || c.content != f.content || c.outline != f.outline ||
+		c.lastRun != f.lastRun || f.lastRun != nil && c.react != f.lastRun.react ||
+		!slices.Equal(c.changes, f.changes) || len(c.undone) != len(f.undone) {
+		return false
+	}
+	for i, u := range f.undone {
+		if v := c.undone[i]; v.id != u.id || v.what != u.what || !slices.Equal(v.changes, u.changes) {
+			return false
+		}
+	}
+	return true
+}
+
+// noteLines are the texts of a note's line, and the note they tell.
+type noteLines struct {
+	id, text string
+	texts    [levels]string
+}
+
+// noteTexts returns the texts of the line of notes[k], written by write
+// once per note: they read the note alone.
+func (m *model) noteTexts(k int, write func(*[levels]string)) [levels]string {
+	nt := m.notes[k]
+	if k < len(m.notesAt) && m.notesAt[k].id == nt.id && m.notesAt[k].text == nt.text {
+		return m.notesAt[k].texts
+	}
+	nl := noteLines{id: nt.id, text: nt.text}
+	write(&nl.texts)
+	for _, t := range nl.texts {
+		m.memoBytes += len(t)
+	}
+	if k <= len(m.notesAt) {
+		m.notesAt = append(m.notesAt[:k], nl)
+	}
+	return nl.texts
 }
 
 // weight is noteWeight(t), computed once per text.

@@ -2,6 +2,7 @@ package brief
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"sort"
@@ -181,6 +182,59 @@ func TestWarmUndoesLookups(t *testing.T) {
 	for i, k := range fresh.fileKeys {
 		if fresh.files[k].path != paths[i] {
 			t.Fatalf("path %q, want %q", paths[i], fresh.files[k].path)
+		}
+	}
+}
+
+// TestWarmTouchedAgain grows a span whose later steps change what earlier
+// lines told: a file written, viewed, edited, its edit undone by the
+// reverse edit, stashed and restored, run, deleted and written again; a
+// file found missing then created; an error seen again, then resolved,
+// then judged; a note added between. A Warm Write after every message must
+// write what a fresh Write writes, at a budget that shows every line and at
+// one that leaves lines out.
+func TestWarmTouchedAgain(t *testing.T) {
+	b := &spanBuilder{}
+	b.user("fix the failing test in calc.py")
+	b.bash("Run the tests.", "python -m pytest tests/test_calc.py", rc(1, "FAILED tests/test_calc.py::test_add - AssertionError: assert 3 == 4\n1 failed in 0.1s"))
+	b.bash("Look at the helper.", "cat helper.py", rc(1, "cat: helper.py: No such file or directory"))
+	b.step("", "str_replace_editor", `{"command": "create", "path": "/w/helper.py", "file_text": "def add(a, b):\n    return a + b\n"}`, "File created successfully at: /w/helper.py")
+	b.step("", "str_replace_editor", `{"command": "view", "path": "/w/calc.py"}`, "Here's the result of running `cat -n` on /w/calc.py:\n     1\tdef add(a, b):\n     2\t    return a + b - 1\n")
+	b.say("The bug is on line 2: it subtracts one. I should change it because the test expects the sum.")
+	b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/calc.py", "old_str": "a + b - 1", "new_str": "a + b"}`, "The file /w/calc.py has been edited.")
+	b.bash("Run the tests again.", "python -m pytest tests/test_calc.py", rc(1, "FAILED tests/test_calc.py::test_add - AssertionError: assert 3 == 4\n1 failed in 0.1s"))
+	b.bash("Undo it.", `sed -i 's/a + b/a + b - 1/' calc.py`, rc(0, ""))
+	b.bash("Redo it.", `sed -i 's/a + b - 1/a + b/' calc.py`, rc(0, ""))
+	b.bash("Stash everything.", "git stash", rc(0, "Saved working directory and index state WIP on main"))
+	b.bash("Run them on the original.", "python -m pytest tests/test_calc.py", rc(1, "FAILED tests/test_calc.py::test_add - AssertionError: assert 3 == 4\n1 failed in 0.1s"))
+	b.say("That failure was already failing before my change, so it is unrelated to my change.")
+	b.bash("Restore.", "git stash pop", rc(0, "On branch main\nChanges not staged for commit:\n\tmodified:   calc.py"))
+	b.bash("Run the helper.", "python helper.py", rc(0, "ok"))
+	b.step("", "str_replace_editor", `{"command": "view", "path": "/w/helper.py"}`, "Here's the result of running `cat -n` on /w/helper.py:\n     1\tdef add(a, b):\n     2\t    return a + b\n")
+	b.say("Line 1 of helper.py defines add, the same as calc.py.")
+	b.bash("Remove the helper.", "rm helper.py", rc(0, ""))
+	b.bash("Write it again.", "cat > helper.py <<'EOF'\nprint('again')\nEOF", rc(0, ""))
+	b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/calc.py", "old_str": "return a + b", "new_str": "return b + a"}`, "The file /w/calc.py has been edited.")
+	b.bash("Run the tests.", "python -m pytest tests/test_calc.py", rc(0, "1 passed in 0.1s"))
+	b.say("The tests pass now.")
+	count := counter(t)
+	for _, budget := range []int{4000, 420} {
+		w := &Warm{}
+		for k := 1; k <= len(b.msgs); k++ {
+			if k < len(b.msgs) && b.msgs[k].Role == briefd.RoleTool {
+				continue
+			}
+			in := Input{Span: b.msgs[:k], BudgetTokens: budget, CountTokens: count}
+			fresh, err := Write(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Warm = w
+			warm, err := Write(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameDraft(t, fmt.Sprintf("budget %d at %s", budget, b.msgs[k-1].ID), warm, fresh)
 		}
 	}
 }
