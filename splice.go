@@ -288,16 +288,28 @@ const wrapperTagName = "compacted-history"
 // get their '&' escaped as "&amp;" so [UnwrapBriefing] restores text
 // exactly. Shell lines ("a && b < f") and HTML pass unchanged.
 func EscapeBriefing(text string) string {
-	i := strings.IndexAny(text, "<&")
-	if i < 0 {
+	lt, amp := strings.IndexByte(text, '<'), strings.IndexByte(text, '&')
+	if lt < 0 && amp < 0 {
 		return text
+	}
+	// next is the position of the next c from i on, or -1.
+	next := func(c byte, i int) int {
+		if j := strings.IndexByte(text[i:], c); j >= 0 {
+			return i + j
+		}
+		return -1
 	}
 	var sb strings.Builder
 	sb.Grow(len(text) + 16)
 	// The text between the bytes that may need escaping is copied whole:
 	// a briefing is long and those bytes are few.
-	for ; i >= 0; i = strings.IndexAny(text, "<&") {
-		sb.WriteString(text[:i])
+	done := 0
+	for lt >= 0 || amp >= 0 {
+		i := lt
+		if i < 0 || amp >= 0 && amp < i {
+			i = amp
+		}
+		sb.WriteString(text[done:i])
 		switch rest := text[i:]; {
 		case rest[0] == '&' && (strings.HasPrefix(rest, "&lt;") || strings.HasPrefix(rest, "&amp;")):
 			sb.WriteString("&amp;")
@@ -306,9 +318,14 @@ func EscapeBriefing(text string) string {
 		default:
 			sb.WriteByte(rest[0])
 		}
-		text = text[i+1:]
+		done = i + 1
+		if i == lt {
+			lt = next('<', done)
+		} else {
+			amp = next('&', done)
+		}
 	}
-	sb.WriteString(text)
+	sb.WriteString(text[done:])
 	return sb.String()
 }
 

@@ -78,8 +78,10 @@ type fileState struct {
 	writes  []string // files this script rewrites when it runs
 	missing bool     // a tool said it does not exist
 	n       int      // the last step that touched it
-	// lines memoizes its fileText at every level (see model.fileTexts).
+	// lines and read memoize the texts of its line (see model.fileTexts
+	// and model.readTexts).
 	lines *fileLines
+	read  *readMemo
 }
 
 var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
@@ -1397,9 +1399,11 @@ func (m *model) sortedRecords() []*recordState {
 // sortedFiles returns file states in first-seen order, once each.
 func (m *model) sortedFiles() []*fileState {
 	var out []*fileState
+	seen := make(map[*fileState]bool, len(m.fileKeys))
 	for _, k := range m.fileKeys {
 		f := m.files[k]
-		if !slices.Contains(out, f) {
+		if !seen[f] {
+			seen[f] = true
 			out = append(out, f)
 		}
 	}

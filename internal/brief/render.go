@@ -262,39 +262,14 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			if len(views) > 1 {
 				it.prio += 0.5
 			}
-			notable := fileNotable(views, 4)
-			if len(notable) > 0 {
+			r := m.readTexts(f, views)
+			if r.notable {
 				it.prio += 1
 			}
-			read := readParts(f, views)
-			shown := viewOutline(views)
-			content := smallViewed(views)
-			if shown != "" {
-				read += "; " + shown
-			}
-			it.texts[levelFull] = "- " + f.name() + ": read " + read
-			if len(notable) > 0 {
-				it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
-			}
-			it.texts[levelFull] = clip(it.texts[levelFull], 700)
-			it.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
-			if len(notable) > 0 {
-				it.texts[levelShort] += "; a line the agent referred to: " + clip(notable[len(notable)-1], 110)
-			}
-			it.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
-			switch {
-			case content != "":
-				// A small file read whole is its content (a key, a
-				// ciphertext, a config): kept at every level.
+			if r.content {
 				it.prio += 1
-				c := "; content:\n" + indent(content)
-				it.texts[levelFull] = clip(it.texts[levelFull], 700) + c
-				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + c
-				it.texts[levelMin] += c
-			case shown != "":
-				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
-				it.texts[levelMin] += ": " + clip(shown, 70)
 			}
+			it.texts = r.texts
 			l.items = append(l.items, it)
 			continue
 		}
@@ -310,6 +285,51 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		}
 		l.items = append(l.items, it)
 	}
+}
+
+// readLines are the texts of the line of a file only read, and what
+// raises its priority: lines the agent referred to, a small content.
+type readLines struct {
+	texts            [levels]string
+	notable, content bool
+}
+
+// fileReadTexts writes the line of a file the span only read, from its
+// views.
+func fileReadTexts(f *fileState, views []*step) readLines {
+	var r readLines
+	notable := fileNotable(views, 4)
+	r.notable = len(notable) > 0
+	read := readParts(f, views)
+	shown := viewOutline(views)
+	content := smallViewed(views)
+	if shown != "" {
+		read += "; " + shown
+	}
+	r.texts[levelFull] = "- " + f.name() + ": read " + read
+	if len(notable) > 0 {
+		r.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
+	}
+	r.texts[levelFull] = clip(r.texts[levelFull], 700)
+	r.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
+	if len(notable) > 0 {
+		r.texts[levelShort] += "; a line the agent referred to: " + clip(notable[len(notable)-1], 110)
+	}
+	r.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
+	switch {
+	case content != "":
+		// A small file read whole is its content (a key, a
+		// ciphertext, a config): kept at every level.
+		r.content = true
+		c := "; content:\n" + indent(content)
+		r.texts[levelFull] = clip(r.texts[levelFull], 700) + c
+		r.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + c
+		r.texts[levelMin] += c
+	case shown != "":
+		r.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
+		r.texts[levelMin] += ": " + clip(shown, 70)
+	}
+	return r
 }
 
 // changeSteps are the steps that only changed this one file (an edit, a

@@ -367,6 +367,43 @@ func (c *fileLines) matches(f *fileState) bool {
 	return true
 }
 
+// readMemo is the line of a file only read, and what it was written
+// from: the file's name, its views and their reactions.
+type readMemo struct {
+	name   string
+	views  []*step
+	reacts []string
+	lines  readLines
+}
+
+// readTexts returns fileReadTexts(f, views), written again only when the
+// file's name, its views or their reactions have changed. A rule that
+// makes the line read more must be added to readMemo
+// (TestWarmWriteIdentity finds what it misses).
+func (m *model) readTexts(f *fileState, views []*step) readLines {
+	name := f.name()
+	if c := f.read; c != nil && c.name == name && slices.Equal(c.views, views) &&
+		slices.EqualFunc(c.reacts, views, func(r string, s *step) bool { return r == s.react }) {
+		return c.lines
+	}
+	c := &readMemo{name: name, views: slices.Clone(views), reacts: make([]string, len(views)), lines: fileReadTexts(f, views)}
+	for i, s := range views {
+		c.reacts[i] = s.react
+	}
+	for _, t := range c.lines.texts {
+		m.memoBytes += len(t)
+	}
+	m.memoBytes += 24 * len(views)
+	if f.read != nil {
+		for _, t := range f.read.lines.texts {
+			m.memoBytes -= len(t)
+		}
+		m.memoBytes -= 24 * len(f.read.views)
+	}
+	f.read = c
+	return c.lines
+}
+
 // noteLines are the texts of a note's line, and the note they tell.
 type noteLines struct {
 	id, text string

@@ -189,6 +189,7 @@ func TestWarmUndoesLookups(t *testing.T) {
 // TestWarmTouchedAgain grows a span whose later steps change what earlier
 // lines told: a file written, viewed, edited, its edit undone by the
 // reverse edit, stashed and restored, run, deleted and written again; a
+// file only read, twice, with the agent's reading of it after each; a
 // file found missing then created; an error seen again, then resolved,
 // then judged; a note added between. A Warm Write after every message must
 // write what a fresh Write writes, at a budget that shows every line and at
@@ -201,6 +202,20 @@ func TestWarmTouchedAgain(t *testing.T) {
 	b.step("", "str_replace_editor", `{"command": "create", "path": "/w/helper.py", "file_text": "def add(a, b):\n    return a + b\n"}`, "File created successfully at: /w/helper.py")
 	b.step("", "str_replace_editor", `{"command": "view", "path": "/w/calc.py"}`, "Here's the result of running `cat -n` on /w/calc.py:\n     1\tdef add(a, b):\n     2\t    return a + b - 1\n")
 	b.say("The bug is on line 2: it subtracts one. I should change it because the test expects the sum.")
+	// A test file long enough that the agent's reading picks lines of it.
+	var test []string
+	for i := 1; i <= 11; i++ {
+		test = append(test, fmt.Sprintf("def test_case_%d():", i), fmt.Sprintf("    assert add(%d, 1) == %d", i, i+1))
+	}
+	test = append(test, "def test_add():", "    assert add(1, 2) == threshold_limit_value")
+	view := "Here's the result of running `cat -n` on /w/tests/test_calc.py:"
+	for i, l := range test {
+		view += fmt.Sprintf("\n%6d\t%s", i+1, l)
+	}
+	b.step("", "str_replace_editor", `{"command": "view", "path": "/w/tests/test_calc.py"}`, view)
+	b.say("The test_add assertion compares with threshold_limit_value instead of 3, so the test itself is wrong.")
+	b.step("", "str_replace_editor", `{"command": "view", "path": "/w/tests/test_calc.py", "view_range": [2, 3]}`, view)
+	b.say("Its first case, test_case_1, asserts add(1, 1) == 2, which is right.")
 	b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/calc.py", "old_str": "a + b - 1", "new_str": "a + b"}`, "The file /w/calc.py has been edited.")
 	b.bash("Run the tests again.", "python -m pytest tests/test_calc.py", rc(1, "FAILED tests/test_calc.py::test_add - AssertionError: assert 3 == 4\n1 failed in 0.1s"))
 	b.bash("Undo it.", `sed -i 's/a + b/a + b - 1/' calc.py`, rc(0, ""))
