@@ -300,30 +300,37 @@ func EscapeBriefing(text string) string {
 		return -1
 	}
 	var sb strings.Builder
-	sb.Grow(len(text) + 16)
-	// The text between the bytes that may need escaping is copied whole:
-	// a briefing is long and those bytes are few.
+	// The text between the escapes is copied whole, and a text without
+	// one is returned as it is: a briefing is long and escapes are few.
 	done := 0
 	for lt >= 0 || amp >= 0 {
 		i := lt
 		if i < 0 || amp >= 0 && amp < i {
 			i = amp
 		}
-		sb.WriteString(text[done:i])
+		esc := ""
 		switch rest := text[i:]; {
 		case rest[0] == '&' && (strings.HasPrefix(rest, "&lt;") || strings.HasPrefix(rest, "&amp;")):
-			sb.WriteString("&amp;")
+			esc = "&amp;"
 		case rest[0] == '<' && startsWrapperTag(rest[1:]):
-			sb.WriteString("&lt;")
-		default:
-			sb.WriteByte(rest[0])
+			esc = "&lt;"
 		}
-		done = i + 1
+		if esc != "" {
+			if sb.Cap() == 0 {
+				sb.Grow(len(text) + 16)
+			}
+			sb.WriteString(text[done:i])
+			sb.WriteString(esc)
+			done = i + 1
+		}
 		if i == lt {
-			lt = next('<', done)
+			lt = next('<', i+1)
 		} else {
-			amp = next('&', done)
+			amp = next('&', i+1)
 		}
+	}
+	if done == 0 {
+		return text
 	}
 	sb.WriteString(text[done:])
 	return sb.String()

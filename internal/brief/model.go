@@ -205,7 +205,8 @@ type model struct {
 	finished *step
 	ids      map[string]*identUse // span identifiers
 	idOrder  []string
-	first    string // first and last message ids of the span
+	idUses   []*identUse // ids[idOrder[i]]
+	first    string      // first and last message ids of the span
 	last     string
 	messages int
 	prior    *prior // the earlier briefing folded in
@@ -253,6 +254,10 @@ type model struct {
 	// they found missing (see missedAt).
 	missed  map[string][]*step
 	missedN int
+	// resolvedIDs is resolvedFailures while the layout is built: it is
+	// derived from every error, so a model read further drops it (see
+	// seal).
+	resolvedIDs map[string]bool
 	// memoBytes approximates the texts the memos above hold.
 	memoBytes int
 	named     []string
@@ -271,6 +276,21 @@ type identUse struct {
 	msgs   int
 	spoken bool // in a user or assistant text or a call's arguments
 	last   int
+	// kind memoizes identKindScore of its identifier, when kindRead.
+	kind     float64
+	kindRead bool
+}
+
+// kindScore is identKindScore(id), read once per identifier of the span
+// (u is nil for one the span does not use).
+func (u *identUse) kindScore(id string) float64 {
+	if u == nil {
+		return identKindScore(id)
+	}
+	if !u.kindRead {
+		u.kind, u.kindRead = identKindScore(id), true
+	}
+	return u.kind
 }
 
 // build reads the span into a model.
@@ -658,6 +678,7 @@ func (m *model) countIdents(ids []string, spoken bool) {
 			u = &identUse{}
 			m.ids[id] = u
 			m.idOrder = append(m.idOrder, id)
+			m.idUses = append(m.idUses, u)
 		}
 		u.msgs++
 		u.spoken = u.spoken || spoken
@@ -1081,12 +1102,24 @@ var invocationRe = regexp.MustCompile(`(?i)no module named|file or directory not
 // resolvedFailure reports whether a failed step's error was resolved
 // later in the span.
 func (m *model) resolvedFailure(s *step) bool {
-	for _, e := range m.errors {
-		if slices.Contains(e.ids, s.id()) && !e.open() {
-			return true
+	return m.resolvedFailures()[s.id()]
+}
+
+// resolvedFailures returns the messages of the errors resolved later in
+// the span, once per layout (see resolvedFailure): a step looked up every
+// error.
+func (m *model) resolvedFailures() map[string]bool {
+	if m.resolvedIDs == nil {
+		m.resolvedIDs = map[string]bool{}
+		for _, e := range m.errors {
+			if !e.open() {
+				for _, id := range e.ids {
+					m.resolvedIDs[id] = true
+				}
+			}
 		}
 	}
-	return false
+	return m.resolvedIDs
 }
 
 // fixBetween names what changed between an error's last failure and the

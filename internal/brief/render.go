@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"cmp"
 	"math"
 	"os"
 	"regexp"
@@ -919,7 +920,7 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	// Runs of one command whose outcomes differ are the evidence of what
 	// changed in between (a bug reproduced, then fixed).
 	outcomes := m.runOutcomes()
-	told := map[*step]bool{}
+	told := make(map[*step]bool, len(m.steps))
 	for _, it := range l.items {
 		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
 			for _, s := range it.steps {
@@ -1269,7 +1270,7 @@ func (l *layout) choose(scale float64) string {
 		}
 	}
 	if len(l.byPrio) != len(opt) {
-		sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+		slices.SortStableFunc(opt, func(a, b *item) int { return cmp.Compare(b.prio, a.prio) })
 		l.byPrio = opt // the same order at every scale
 	}
 	opt = l.byPrio
@@ -1541,7 +1542,7 @@ func boolF(b bool) float64 {
 // many messages, lately).
 func (l *layout) scoreIdents() {
 	m := l.m
-	l.baseScore = map[string]float64{}
+	l.baseScore = make(map[string]float64, len(m.idOrder))
 	l.msgIDs = map[string]bool{}
 	for _, it := range l.items {
 		for _, id := range it.ids {
@@ -1549,24 +1550,24 @@ func (l *layout) scoreIdents() {
 		}
 	}
 	var order []string
-	add := func(id string, s float64) {
+	add := func(id string, u *identUse, s float64) {
 		if l.msgIDs[id] || isMessageID(id) {
 			return
 		}
 		if _, ok := l.baseScore[id]; !ok {
 			order = append(order, id)
-			l.baseScore[id] = identKindScore(id)
+			l.baseScore[id] = u.kindScore(id)
 		}
 		l.baseScore[id] += s
 	}
 	if m.prior != nil {
 		for _, id := range m.prior.index {
-			add(id, 4)
+			add(id, m.ids[id], 4)
 		}
 	}
 	n := float64(max(1, len(m.steps)))
-	for _, id := range m.idOrder {
-		u := m.ids[id]
+	for i, id := range m.idOrder {
+		u := m.idUses[i]
 		if ident.IsNumeric(id) && !(u.spoken && u.msgs >= 2) {
 			continue
 		}
@@ -1576,13 +1577,13 @@ func (l *layout) scoreIdents() {
 		}
 		s += math.Min(2, math.Log2(float64(u.msgs)))
 		s += 1.5 * float64(u.last) / n
-		add(id, s)
+		add(id, u, s)
 	}
 	l.ranked = make([]identScore, 0, len(order))
 	for _, id := range order {
 		l.ranked = append(l.ranked, identScore{id, l.baseScore[id]})
 	}
-	sort.SliceStable(l.ranked, func(i, j int) bool { return l.ranked[i].score > l.ranked[j].score })
+	slices.SortStableFunc(l.ranked, func(a, b identScore) int { return cmp.Compare(b.score, a.score) })
 }
 
 // identKindScore ranks an identifier by what it names.

@@ -58,7 +58,7 @@ func (w *Warm) Bytes() int {
 	}
 	n := w.bytes
 	if m := w.m; m != nil {
-		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 96*len(m.notesAt)
+		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) + 96*len(m.notesAt)
 	}
 	return n
 }
@@ -213,6 +213,7 @@ type fileUndo struct {
 // back, so that the model stays what reading the messages made it.
 func (m *model) seal() {
 	m.sealed, m.keys, m.undo = true, len(m.fileKeys), nil
+	m.resolvedIDs = nil
 }
 
 func (m *model) unseal() {
@@ -225,6 +226,7 @@ func (m *model) unseal() {
 	}
 	m.fileKeys = m.fileKeys[:m.keys]
 	m.sealed, m.undo = false, nil
+	m.resolvedIDs = nil
 }
 
 // stepsOn returns the steps that touched f alone, in order. The index
