@@ -323,23 +323,28 @@ func (l *layout) coverage(text string) Coverage {
 			c.UserVerbatim++
 		}
 	}
-	kept := map[string]bool{}
-	for _, it := range l.items {
-		if it.level >= 0 {
-			for _, id := range it.textIdents() {
-				kept[id] = true
+	// The index of the last choice read the identifiers its items carry.
+	kept := l.carried
+	if kept == nil {
+		kept = map[string]bool{}
+		for _, it := range l.items {
+			if it.level >= 0 {
+				for _, id := range it.textIdents() {
+					kept[id] = true
+				}
 			}
 		}
 	}
+	listed := map[string]bool{}
 	if l.lastIndex != "" {
 		for _, id := range strings.Split(l.lastIndex, ", ") {
-			kept[id] = true
+			listed[id] = true
 		}
 	}
 	named, _ := m.namedIdents()
 	c.SpanIdentifiers = len(named)
 	for _, id := range named {
-		if kept[id] {
+		if kept[id] || listed[id] {
 			c.IdentifiersKept++
 		}
 	}
@@ -373,21 +378,19 @@ func (l *layout) coverage(text string) Coverage {
 // record is the structured form of the chosen items.
 func (l *layout) record(depth int, cov Coverage) *Record {
 	r := &Record{Format: RecordFormat, Covers: []string{l.m.first, l.m.last}, Depth: depth, Coverage: cov}
-	for sec := secTask; sec < numSections; sec++ {
-		var items []*item
-		for _, it := range l.printOrder() {
-			if it.sec == sec && it.level >= 0 {
-				items = append(items, it)
-			}
-		}
-		if len(items) == 0 {
+	// The items in print order are by section: each section's shown items
+	// are one run.
+	var last section
+	for _, it := range l.printOrder() {
+		if it.sec < secTask || it.level < 0 {
 			continue
 		}
-		rs := RecordSection{Name: sectionKeys[sec]}
-		for _, it := range items {
-			rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})
+		if len(r.Sections) == 0 || it.sec != last {
+			r.Sections = append(r.Sections, RecordSection{Name: sectionKeys[it.sec]})
+			last = it.sec
 		}
-		r.Sections = append(r.Sections, rs)
+		rs := &r.Sections[len(r.Sections)-1]
+		rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})
 	}
 	if l.lastIndex != "" {
 		r.Index = strings.Split(l.lastIndex, ", ")

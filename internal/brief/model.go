@@ -234,6 +234,8 @@ type model struct {
 	onFile  map[*fileState][]*step
 	onFileN int
 	weights map[string]float64
+	// hypotheses memoizes hypothesis.
+	hypotheses map[string]bool
 	// lines memoizes the texts of step groups (see groupTexts); linesRecs
 	// is len(records) when they were written.
 	lines     map[lineKey][levels]string

@@ -134,6 +134,9 @@ type layout struct {
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
+	// carried is the identifiers of the items the last choice shows, when
+	// its index was made.
+	carried map[string]bool
 	// byPrio is the optional items by priority, sorted once; sorted is
 	// every item in print order (printOrder).
 	byPrio []*item
@@ -1073,7 +1076,7 @@ func (l *layout) buildNotes(recency func(int) float64) {
 	first := true
 	for k, nt := range m.notes {
 		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + m.weight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
-		if first && hypothesisRe.MatchString(nt.text) {
+		if first && m.hypothesis(nt.text) {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
 			it.prio += 3
@@ -1240,6 +1243,7 @@ func (l *layout) choose(scale float64) string {
 	for _, it := range l.items {
 		it.level = -1
 	}
+	l.carried = nil
 	used += cost(l.head)
 	// Mandatory items: the user's messages whole unless over their cap.
 	var users []*item
@@ -1438,21 +1442,23 @@ func (l *layout) index(room, scale float64) string {
 	// items' identifiers (read once per item and level) are looked up in a
 	// set, and a candidate about to be listed is checked as a substring of
 	// them (a file name inside a path it carries, say).
-	seen := map[string]bool{}
-	var carried strings.Builder
+	carried := map[string]bool{}
+	var carriedB strings.Builder
 	for _, it := range l.items {
 		if it.level < 0 {
 			continue
 		}
 		for _, id := range it.textIdents() {
-			if !seen[id] {
-				seen[id] = true
-				carried.WriteString(id)
-				carried.WriteByte('\n')
+			if !carried[id] {
+				carried[id] = true
+				carriedB.WriteString(id)
+				carriedB.WriteByte('\n')
 			}
 		}
 	}
-	carriedText := carried.String()
+	carriedText := carriedB.String()
+	l.carried = carried       // the coverage counts them
+	seen := map[string]bool{} // the candidates tried
 	// Identifiers of lines left out rank higher: they would be lost.
 	bonus := map[string]bool{}
 	var lost []identScore
@@ -1485,7 +1491,7 @@ func (l *layout) index(room, scale float64) string {
 		// A bare date says nothing without the record it belongs to; a
 		// W3C DTD or namespace is markup boilerplate; a language's literal
 		// (None, True) names nothing of the task.
-		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || plainName(c.id) {
+		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || plainName(c.id) {
 			return
 		}
 		seen[c.id] = true

@@ -58,7 +58,7 @@ func (w *Warm) Bytes() int {
 	}
 	n := w.bytes
 	if m := w.m; m != nil {
-		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) + 96*len(m.notesAt)
+		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) + 96*len(m.notesAt) + 32*(len(m.hypotheses)+len(m.weights))
 	}
 	return n
 }
@@ -428,6 +428,19 @@ func (m *model) noteTexts(k int, write func(*[levels]string)) [levels]string {
 		m.notesAt = append(m.notesAt[:k], nl)
 	}
 	return nl.texts
+}
+
+// hypothesis is hypothesisRe.MatchString(t), read once per text.
+func (m *model) hypothesis(t string) bool {
+	h, ok := m.hypotheses[t]
+	if !ok {
+		if m.hypotheses == nil {
+			m.hypotheses = map[string]bool{}
+		}
+		h = hypothesisRe.MatchString(t)
+		m.hypotheses[t] = h
+	}
+	return h
 }
 
 // weight is noteWeight(t), computed once per text.
