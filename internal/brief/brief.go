@@ -46,6 +46,7 @@ import (
 	"strings"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // Input is what a briefing is written from.
@@ -343,8 +344,16 @@ func (l *layout) coverage(text string) Coverage {
 	}
 	named, _ := m.namedIdents()
 	c.SpanIdentifiers = len(named)
-	for _, id := range named {
-		if kept[id] || listed[id] {
+	// The identifiers kept are fewer than the span's: each is looked up
+	// among the span's.
+	spans := func(id string) bool { return m.ids[id] != nil && !ident.IsNumeric(id) }
+	for id := range kept {
+		if spans(id) {
+			c.IdentifiersKept++
+		}
+	}
+	for id := range listed {
+		if !kept[id] && spans(id) {
 			c.IdentifiersKept++
 		}
 	}
