@@ -137,6 +137,9 @@ type layout struct {
 	// carried is the identifiers of the items the last choice shows, when
 	// its index was made.
 	carried map[string]bool
+	// grams filters the index candidates checked against the carried
+	// identifiers (see gramSet).
+	grams *gramSet
 	// byPrio is the optional items by priority, sorted once; sorted is
 	// every item in print order (printOrder).
 	byPrio []*item
@@ -1480,6 +1483,10 @@ func (l *layout) index(room, scale float64) string {
 		}
 	}
 	carriedText := carriedB.String()
+	if l.grams == nil {
+		l.grams = new(gramSet)
+	}
+	l.grams.reset(carriedText)
 	l.carried = carried       // the coverage counts them
 	seen := map[string]bool{} // the candidates tried
 	// Identifiers of lines left out rank higher: they would be lost.
@@ -1523,7 +1530,7 @@ func (l *layout) index(room, scale float64) string {
 			misses++
 			return
 		}
-		if strings.Contains(carriedText, c.id) {
+		if l.grams.mayContain(c.id) && strings.Contains(carriedText, c.id) {
 			return
 		}
 		used += cost
@@ -1549,6 +1556,34 @@ func (l *layout) index(room, scale float64) string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// gramSet marks the three-byte sequences of a text, hashed into bits: a
+// string with a sequence not marked is not a substring of the text, which
+// saves a search of it for most index candidates.
+type gramSet [1 << 12]uint64
+
+func gramBit(s string) uint32 {
+	return (uint32(s[0])<<16 | uint32(s[1])<<8 | uint32(s[2])) * 2654435761 >> 14 // 18 bits
+}
+
+// reset marks the sequences of t alone.
+func (g *gramSet) reset(t string) {
+	clear(g[:])
+	for i := 0; i+3 <= len(t); i++ {
+		b := gramBit(t[i:])
+		g[b>>6] |= 1 << (b & 63)
+	}
+}
+
+// mayContain reports false when s is not a substring of the text.
+func (g *gramSet) mayContain(s string) bool {
+	for i := 0; i+3 <= len(s); i++ {
+		if b := gramBit(s[i:]); g[b>>6]&(1<<(b&63)) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // identScore is an index candidate.
