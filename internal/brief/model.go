@@ -206,6 +206,7 @@ type model struct {
 	ids      map[string]*identUse // span identifiers
 	idOrder  []string
 	idUses   []*identUse // ids[idOrder[i]]
+	scoring  int         // counts the layouts that scored the identifiers
 	first    string      // first and last message ids of the span
 	last     string
 	messages int
@@ -281,6 +282,10 @@ type identUse struct {
 	// kind memoizes identKindScore of its identifier, when kindRead.
 	kind     float64
 	kindRead bool
+	// score is its score as an index candidate (scoreIdents), when scored
+	// is the model's scoring.
+	score  float64
+	scored int
 }
 
 // kindScore is identKindScore(id), read once per identifier of the span

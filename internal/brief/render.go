@@ -130,7 +130,8 @@ type layout struct {
 	// indexNeed estimates the tokens of the whole identifier index, to
 	// reserve no more room for it than it can use.
 	indexNeed float64
-	// baseScore, ranked and msgIDs are the index candidates, scored once.
+	// ranked and msgIDs are the index candidates, scored once (see
+	// score); baseScore holds the scores of those the span does not use.
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
@@ -1510,7 +1511,8 @@ func (l *layout) index(room, scale float64) string {
 				continue
 			}
 			bonus[id] = true
-			lost = append(lost, identScore{id, l.baseScore[id] + identKindScore(id)*boolF(l.baseScore[id] == 0) + 3})
+			sc, _ := l.score(id)
+			lost = append(lost, identScore{id, sc + identKindScore(id)*boolF(sc == 0) + 3})
 		}
 	}
 	sort.SliceStable(lost, func(i, j int) bool { return lost[i].score > lost[j].score })
@@ -1606,7 +1608,8 @@ func boolF(b bool) float64 {
 // many messages, lately).
 func (l *layout) scoreIdents() {
 	m := l.m
-	l.baseScore = make(map[string]float64, len(m.idOrder))
+	l.baseScore = map[string]float64{}
+	m.scoring++ // the scores of the span's identifiers are kept with their uses
 	l.msgIDs = map[string]bool{}
 	for _, it := range l.items {
 		for _, id := range it.ids {
@@ -1618,11 +1621,20 @@ func (l *layout) scoreIdents() {
 		if l.msgIDs[id] || isMessageID(id) {
 			return
 		}
-		if _, ok := l.baseScore[id]; !ok {
-			order = append(order, id)
-			l.baseScore[id] = u.kindScore(id)
+		if u == nil { // named by the earlier briefing alone
+			v, ok := l.baseScore[id]
+			if !ok {
+				order = append(order, id)
+				v = identKindScore(id)
+			}
+			l.baseScore[id] = v + s
+			return
 		}
-		l.baseScore[id] += s
+		if u.scored != m.scoring {
+			order = append(order, id)
+			u.score, u.scored = u.kindScore(id), m.scoring
+		}
+		u.score += s
 	}
 	if m.prior != nil {
 		for _, id := range m.prior.index {
@@ -1651,7 +1663,8 @@ func (l *layout) scoreIdents() {
 	}
 	r := make([]ranked, len(order))
 	for i, id := range order {
-		r[i] = ranked{identScore{id, l.baseScore[id]}, i}
+		sc, _ := l.score(id)
+		r[i] = ranked{identScore{id, sc}, i}
 	}
 	slices.SortFunc(r, func(a, b ranked) int {
 		if c := cmp.Compare(b.score, a.score); c != 0 {
@@ -1663,6 +1676,18 @@ func (l *layout) scoreIdents() {
 	for i := range r {
 		l.ranked[i] = r[i].identScore
 	}
+}
+
+// score returns an index candidate's score, and whether it is one.
+func (l *layout) score(id string) (float64, bool) {
+	if u := l.m.ids[id]; u != nil {
+		if u.scored != l.m.scoring {
+			return 0, false
+		}
+		return u.score, true
+	}
+	s, ok := l.baseScore[id]
+	return s, ok
 }
 
 // identKindScore ranks an identifier by what it names.
