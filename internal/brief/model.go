@@ -176,8 +176,9 @@ type errState struct {
 	lastHead    string // the failed line's last command (call.lastHead), which a later success of resolves it
 	checked     string // the reaction of resolvedBy that misfired was read from
 	misfired    bool
-	lastFailed  *step  // the step it was last seen in, whose reaction may judge it
-	judged      string // the reaction of lastFailed that unrelatedTo was read from
+	lastFailed  *step       // the step it was last seen in, whose reaction may judge it
+	judged      string      // the reaction of lastFailed that unrelatedTo was read from
+	lines       *errorLines // memoizes its line (see model.errorTexts)
 	unrelatedTo bool
 	fix         string // what changed between the last failure and that success
 	n           int    // last step it was seen

@@ -1028,19 +1028,21 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			}
 		}
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids, steps: told}
-		line := errorText(e.line)
-		it.texts[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status
-		// The error's message is what prevents repeating it: kept whole
-		// unless the room is at its tightest.
-		it.texts[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
-		short := "unresolved"
-		if e.unrelated() {
-			short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
-		}
-		if !e.open() {
-			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
-		}
-		it.texts[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
+		it.texts = m.errorTexts(e, errorKey{e.line, where, ids, status}, func(t *[levels]string) {
+			line := errorText(e.line)
+			t[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status
+			// The error's message is what prevents repeating it: kept whole
+			// unless the room is at its tightest.
+			t[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
+			short := "unresolved"
+			if e.unrelated() {
+				short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
+			}
+			if !e.open() {
+				short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
+			}
+			t[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
+		})
 		l.items = append(l.items, it)
 	}
 	for _, t := range m.toolErrs {

@@ -406,6 +406,43 @@ func (m *model) readTexts(f *fileState, views []*step) readLines {
 	return c.lines
 }
 
+// errorKey is what an error's line reads besides the error's message:
+// where it was raised, its messages and its status (which says whether it
+// was resolved, by what, or judged unrelated, and where).
+type errorKey struct {
+	line, where, ids, status string
+}
+
+// errorLines are the texts of an error's line, and what they were written
+// from.
+type errorLines struct {
+	key   errorKey
+	texts [levels]string
+}
+
+// errorTexts returns the texts of e's line, written by write once per
+// key: a warm model keeps its errors, and most of them are not seen again
+// by the new steps. A rule that makes the line read more of the error
+// must be added to errorKey (TestWarmTouchedAgain and
+// TestWarmWriteIdentity find what it misses).
+func (m *model) errorTexts(e *errState, k errorKey, write func(*[levels]string)) [levels]string {
+	if c := e.lines; c != nil && c.key == k {
+		return c.texts
+	}
+	c := &errorLines{key: k}
+	write(&c.texts)
+	for _, t := range c.texts {
+		m.memoBytes += len(t)
+	}
+	if e.lines != nil {
+		for _, t := range e.lines.texts {
+			m.memoBytes -= len(t)
+		}
+	}
+	e.lines = c
+	return c.texts
+}
+
 // noteLines are the texts of a note's line, and the note they tell.
 type noteLines struct {
 	id, text string
