@@ -242,7 +242,8 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	d := &Draft{Text: text, Depth: depth, BudgetTokens: l.budget}
 	d.Coverage = l.coverage(text)
 	rec := l.record(depth, d.Coverage)
-	js, err := json.Marshal(rec)
+	m.turnEntries()
+	js, err := rec.marshal(m.entryJSON)
 	if err != nil {
 		return nil, fmt.Errorf("brief: marshal record: %w", err)
 	}

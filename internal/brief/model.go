@@ -238,6 +238,10 @@ type model struct {
 	weights map[string]float64
 	// hypotheses memoizes hypothesis.
 	hypotheses map[string]bool
+	// entries and lastEntries memoize the JSON of the record's entries of
+	// this Write and the last (see entryJSON).
+	entries, lastEntries           map[entryMemoKey][]byte
+	entriesBytes, lastEntriesBytes int
 	// lines memoizes the texts of step groups (see groupTexts); linesRecs
 	// is len(records) when they were written.
 	lines     map[lineKey][levels]string

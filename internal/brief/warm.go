@@ -58,7 +58,7 @@ func (w *Warm) Bytes() int {
 	}
 	n := w.bytes
 	if m := w.m; m != nil {
-		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) + 96*len(m.notesAt) + 32*(len(m.hypotheses)+len(m.weights))
+		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) + 96*len(m.notesAt) + 32*(len(m.hypotheses)+len(m.weights)) + m.entriesBytes + m.lastEntriesBytes
 	}
 	return n
 }

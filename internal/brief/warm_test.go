@@ -2,6 +2,7 @@ package brief
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -250,6 +251,52 @@ func TestWarmTouchedAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameDraft(t, fmt.Sprintf("budget %d at %s", budget, b.msgs[k-1].ID), warm, fresh)
+		}
+	}
+}
+
+// TestRecordMarshal checks that a record written with its entries' JSON
+// kept between Writes is json.Marshal's: for the records of the histories'
+// briefings, marshalled twice with one memo (the second from it), and for
+// records at the edges of the encoding.
+func TestRecordMarshal(t *testing.T) {
+	recs := []*Record{
+		{},
+		{Format: RecordFormat, Covers: []string{"m0001", "m0002"}, Sections: []RecordSection{}, Index: []string{}},
+		{Sections: []RecordSection{{Name: "steps"}, {Name: "notes", Entries: []Entry{}}}},
+		{Sections: []RecordSection{{Name: "steps", Entries: []Entry{
+			{Text: "<b> & \u2028 \"quoted\" \xff invalid"}, {Key: "k", Text: "t", IDs: []string{}},
+			{Text: "t", IDs: []string{""}}, {Text: "t", IDs: []string{"a\x00", "b"}}, {Text: "t", IDs: []string{"a", "\x00b"}},
+		}}}, Index: []string{"x<y"}, Coverage: Coverage{LeftOutIDs: []string{"m0003"}}},
+	}
+	count := counter(t)
+	for name, msgs := range histories(t) {
+		head, span := headAndSpan(msgs)
+		d, err := Write(context.Background(), Input{Head: head, Span: span, BudgetTokens: 1500, CountTokens: count})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Record
+		if err := json.Unmarshal(d.Structured, &r); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		recs = append(recs, &r)
+	}
+	m := &model{}
+	for i, r := range recs {
+		for round := range 2 {
+			want, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.marshal(m.entryJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Fatalf("round %d, record %d:\ngot  %s\nwant %s", round, i, got, want)
+			}
+			m.turnEntries()
 		}
 	}
 }
