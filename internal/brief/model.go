@@ -250,8 +250,9 @@ type model struct {
 	// (see callsOf); named lists the identifiers of idOrder[:namedN] that
 	// are not bare numbers, and namedNeed sums their estimated cost in
 	// the index, in that order (see namedIdents).
-	byID  map[string][]*step
-	byIDN int
+	byID   map[string][]*step
+	byIDN  int
+	lastOf []int // by step, the position of its message's last step
 	// outcomes holds the outcomes of the runs and tests of
 	// steps[:outcomesN] by command (see runOutcomes); notesAt the texts
 	// of notes by index, with the note they were written from.

@@ -1785,11 +1785,7 @@ func (l *layout) omittedText() string {
 	slices.SortFunc(left, func(a, b *step) int { return a.n - b.n })
 	var parts []string
 	if len(left) > 0 {
-		ids := make([]string, 0, len(left))
-		for _, s := range left {
-			ids = append(ids, s.id())
-		}
-		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(ids, l.m))
+		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(left, l.m))
 	}
 	if len(keys) > 0 {
 		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
@@ -1805,9 +1801,9 @@ func (l *layout) omittedText() string {
 	return strings.Join(parts, "; ") + "."
 }
 
-// idRuns compresses step ids into runs of consecutive steps: "m0041–m0049,
+// idRuns compresses the steps' ids into runs of consecutive steps: "m0041–m0049,
 // m0055".
-func idRuns(ids []string, m *model) string {
+func idRuns(steps []*step, m *model) string {
 	var runs []string
 	start, prev := -1, -1
 	flush := func() {
@@ -1819,18 +1815,20 @@ func idRuns(ids []string, m *model) string {
 		} else {
 			runs = append(runs, m.steps[start].id()+"–"+m.steps[prev].lastID())
 		}
+		start = -1
 	}
-	for _, id := range ids {
-		calls := m.callsOf(id)
-		if len(calls) == 0 {
-			continue
-		}
-		p := calls[len(calls)-1].n
+	for _, s := range steps {
+		// A step stands for its message's calls: the run goes on from the
+		// last of them.
+		p := m.lastCall(s)
 		if start >= 0 && p == prev+1 {
 			prev = p
 			continue
 		}
 		flush()
+		if len(runs) > 12 {
+			break // the runs past 12 are not named
+		}
 		start, prev = p, p
 	}
 	flush()

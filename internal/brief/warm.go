@@ -251,14 +251,31 @@ func (m *model) stepsOn(f *fileState) []*step {
 // callsOf returns the steps of the message id, in order. The index
 // grows with the steps: a step's message is fixed when read.
 func (m *model) callsOf(id string) []*step {
+	m.indexCalls()
+	return m.byID[id]
+}
+
+// lastCall returns the position of the last step of s's message.
+func (m *model) lastCall(s *step) int {
+	m.indexCalls()
+	return m.lastOf[s.n]
+}
+
+// indexCalls indexes the steps not yet indexed by message, and each
+// step's last step of its message (lastOf).
+func (m *model) indexCalls() {
 	if m.byID == nil {
 		m.byID = map[string][]*step{}
 	}
 	for ; m.byIDN < len(m.steps); m.byIDN++ {
 		s := m.steps[m.byIDN]
-		m.byID[s.id()] = append(m.byID[s.id()], s)
+		calls := append(m.byID[s.id()], s)
+		m.byID[s.id()] = calls
+		m.lastOf = append(m.lastOf, s.n)
+		for _, c := range calls {
+			m.lastOf[c.n] = s.n
+		}
 	}
-	return m.byID[id]
 }
 
 // namedIdents returns the span's identifiers that are not bare numbers,
