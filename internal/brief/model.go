@@ -80,8 +80,9 @@ type fileState struct {
 	n       int      // the last step that touched it
 	// lines and read memoize the texts of its line (see model.fileTexts
 	// and model.readTexts).
-	lines *fileLines
-	read  *readMemo
+	lines    *fileLines
+	read     *readMemo
+	onlyRead *viewMemo // its view steps (see model.viewsOf)
 }
 
 var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")

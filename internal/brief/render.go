@@ -357,8 +357,13 @@ func changeSteps(m *model, f *fileState) []*step {
 
 // viewSteps are the steps that only read a file.
 func viewSteps(m *model, f *fileState) []*step {
+	return m.viewsOf(f, readOnly)
+}
+
+// readOnly filters the steps on one file for viewSteps.
+func readOnly(m *model, f *fileState, steps []*step) []*step {
 	var out []*step
-	for _, s := range m.stepsOn(f) {
+	for _, s := range steps {
 		if s.f.call.kind != kindView || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -970,8 +975,12 @@ func (l *layout) buildSteps(recency func(int) float64) {
 		}
 		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
 		it.texts = m.groupTexts(g)
-		for _, x := range g.steps {
-			it.idents = append(it.idents, stepIdents(x)...)
+		if len(g.steps) == 1 {
+			it.idents = slices.Clip(stepIdents(s)) // read only: shared with the step
+		} else {
+			for _, x := range g.steps {
+				it.idents = append(it.idents, stepIdents(x)...)
+			}
 		}
 		l.items = append(l.items, it)
 	}

@@ -497,6 +497,31 @@ func (m *model) hypothesis(t string) bool {
 	return h
 }
 
+// viewsOf returns filter(m, f, m.stepsOn(f)), filtering only the steps
+// added since the last call: the steps on a file only grow, and whether
+// one reads the file alone is fixed when it is read. The slice is
+// clipped, so that an append copies it.
+func (m *model) viewsOf(f *fileState, filter func(*model, *fileState, []*step) []*step) []*step {
+	on := m.stepsOn(f)
+	v := f.onlyRead
+	if v == nil || v.n > len(on) {
+		v = &viewMemo{}
+		f.onlyRead = v
+	}
+	if v.n < len(on) {
+		v.steps = append(v.steps, filter(m, f, on[v.n:])...)
+		m.memoBytes += 8 * (len(on) - v.n)
+		v.n = len(on)
+	}
+	return slices.Clip(v.steps)
+}
+
+// viewMemo is a file's view steps among the first n steps on it.
+type viewMemo struct {
+	n     int
+	steps []*step
+}
+
 // weight is noteWeight(t), computed once per text.
 func (m *model) weight(t string) float64 {
 	w, ok := m.weights[t]
