@@ -320,11 +320,7 @@ func (l *layout) mandatoryTokens() int {
 func (l *layout) coverage(text string) Coverage {
 	m := l.m
 	c := Coverage{UserMessages: len(m.users), Steps: len(m.steps)}
-	for _, u := range m.users {
-		if strings.Contains(text, u.text) {
-			c.UserVerbatim++
-		}
-	}
+	c.UserVerbatim = carriedWhole(text, m.users)
 	// The index of the last choice read the identifiers its items carry.
 	kept := l.carried
 	if kept == nil {
@@ -383,6 +379,22 @@ func (l *layout) coverage(text string) Coverage {
 		}
 	}
 	return c
+}
+
+// carriedWhole counts the messages whose text occurs in text. They are
+// carried in order: each is looked for after the last one found, then, if
+// not there, before it.
+func carriedWhole(text string, msgs []userMsg) int {
+	n, from := 0, 0
+	for _, u := range msgs {
+		if i := strings.Index(text[from:], u.text); i >= 0 {
+			n++
+			from += i + len(u.text)
+		} else if strings.Contains(text[:min(len(text), from+len(u.text)-1)], u.text) {
+			n++
+		}
+	}
+	return n
 }
 
 // record is the structured form of the chosen items.

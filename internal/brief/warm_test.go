@@ -300,3 +300,33 @@ func TestRecordMarshal(t *testing.T) {
 		}
 	}
 }
+
+// TestCarriedWhole compares carriedWhole with a search of the whole text
+// for each message, on random texts over a small alphabet (overlapping,
+// repeated, out-of-order and empty messages).
+func TestCarriedWhole(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = "ab"[rng.IntN(2)]
+		}
+		return string(b)
+	}
+	for range 20000 {
+		text := word(rng.IntN(24))
+		msgs := make([]userMsg, rng.IntN(5))
+		for i := range msgs {
+			msgs[i].text = word(rng.IntN(5))
+		}
+		want := 0
+		for _, u := range msgs {
+			if strings.Contains(text, u.text) {
+				want++
+			}
+		}
+		if got := carriedWhole(text, msgs); got != want {
+			t.Fatalf("carriedWhole(%q, %v) = %d, want %d", text, msgs, got, want)
+		}
+	}
+}
