@@ -32,11 +32,12 @@ type step struct {
 	files   []string
 	idents  []string // identifiers of the call and result, to rank the index
 	records []string // ids of records it read or changed
-	// lineIdents memoizes stepIdents, outcome outcomeKey, noMatch
-	// noMatch (0 unread, 1 false, 2 true).
+	// lineIdents memoizes stepIdents.
 	lineIdents []string
-	outcome    string
-	noMatch    int8
+	// outcome memoizes outcomeKey, noMatch noMatch (0 unread, 1 false,
+	// 2 true).
+	outcome string
+	noMatch int8
 }
 
 func (s *step) id() string { return s.ids[0] }
@@ -168,22 +169,25 @@ type recordState struct {
 
 // errState is one error and what became of it.
 type errState struct {
-	line        string
-	at          string // where it was raised
-	ids         []string
-	key         string // what failed: the kind and target of the step
-	resolved    string // the message of the first success of the same thing
-	resolvedBy  *step  // that success
-	lastHead    string // the failed line's last command (call.lastHead), which a later success of resolves it
-	checked     string // the reaction of resolvedBy that misfired was read from
-	misfired    bool
-	lastFailed  *step       // the step it was last seen in, whose reaction may judge it
-	judged      string      // the reaction of lastFailed that unrelatedTo was read from
-	lines       *errorLines // memoizes its line (see model.errorTexts)
+	line       string
+	at         string // where it was raised
+	ids        []string
+	key        string // what failed: the kind and target of the step
+	resolved   string // the message of the first success of the same thing
+	resolvedBy *step  // that success
+	lastHead   string // the failed line's last command (call.lastHead), which a later success of resolves it
+	checked    string // the reaction of resolvedBy that misfired was read from
+	misfired   bool
+	lastFailed *step  // the step it was last seen in, whose reaction may judge it
+	fix        string // what changed between the last failure and that success
+	n          int    // last step it was seen
+	count      int
+
+	// judged is the reaction of lastFailed that unrelatedTo was read from
+	// (see unrelated); lines memoizes its line (see model.errorTexts).
+	judged      string
 	unrelatedTo bool
-	fix         string // what changed between the last failure and that success
-	n           int    // last step it was seen
-	count       int
+	lines       *errorLines
 }
 
 // model is everything the briefing can say about a span.
@@ -207,9 +211,7 @@ type model struct {
 	finished *step
 	ids      map[string]*identUse // span identifiers
 	idOrder  []string
-	idUses   []*identUse // ids[idOrder[i]]
-	scoring  int         // counts the layouts that scored the identifiers
-	first    string      // first and last message ids of the span
+	first    string // first and last message ids of the span
 	last     string
 	messages int
 	prior    *prior // the earlier briefing folded in
@@ -247,32 +249,42 @@ type model struct {
 	// is len(records) when they were written.
 	lines     map[lineKey][levels]string
 	linesRecs int
-	// byID indexes the steps of steps[:byIDN] by their calling message
-	// (see callsOf); named lists the identifiers of idOrder[:namedN] that
-	// are not bare numbers, and namedNeed sums their estimated cost in
-	// the index, in that order (see namedIdents).
+	// What the layout derives from the model and keeps while it grows
+	// (see warm.go): each index covers the steps (or identifiers) up to
+	// its count, and grows with them.
+	//
+	// byID indexes the steps by their calling message, lastOf gives each
+	// the position of its message's last step (see callsOf, lastCall).
 	byID   map[string][]*step
+	lastOf []int
 	byIDN  int
-	lastOf []int // by step, the position of its message's last step
-	// outcomes holds the outcomes of the runs and tests of
-	// steps[:outcomesN] by command (see runOutcomes); notesAt the texts
-	// of notes by index, with the note they were written from.
+	// outcomes holds the outcomes of the runs and tests by command (see
+	// runOutcomes).
 	outcomes  map[string]map[string]bool
 	outcomesN int
-	notesAt   []noteLines
-	// missed indexes the failed steps of steps[:missedN] by the paths
-	// they found missing (see missedAt).
+	// missed indexes the failed steps by the paths they found missing
+	// (see missedAt).
 	missed  map[string][]*step
 	missedN int
+	// named lists the identifiers of idOrder that are not bare numbers,
+	// and namedNeed sums their estimated cost in the index, in that order
+	// (see namedIdents).
+	named     []string
+	namedN    int
+	namedNeed float64
+	// idUses is ids[idOrder[i]] by i; scoring counts the layouts that
+	// scored the identifiers (see scoreIdents).
+	idUses  []*identUse
+	scoring int
+	// notesAt holds the texts of notes by index, with the note they were
+	// written from (see noteTexts).
+	notesAt []noteLines
 	// resolvedIDs is resolvedFailures while the layout is built: it is
 	// derived from every error, so a model read further drops it (see
 	// seal).
 	resolvedIDs map[string]bool
-	// memoBytes approximates the texts the memos above hold.
+	// memoBytes approximates the texts the memos hold.
 	memoBytes int
-	named     []string
-	namedN    int
-	namedNeed float64
 }
 
 type idList struct {

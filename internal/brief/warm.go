@@ -57,10 +57,19 @@ func (w *Warm) Bytes() int {
 		return 0
 	}
 	n := w.bytes
-	if m := w.m; m != nil {
-		n += m.memoBytes + 48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) + 96*len(m.notesAt) + 32*(len(m.hypotheses)+len(m.weights)) + m.entriesBytes + m.lastEntriesBytes
+	if w.m != nil {
+		n += w.m.layoutBytes()
 	}
 	return n
+}
+
+// layoutBytes approximates what the layout keeps in the model between
+// calls: the memoized texts and JSON, and the indexes (a few words per
+// step, identifier or note).
+func (m *model) layoutBytes() int {
+	return m.memoBytes + m.entriesBytes + m.lastEntriesBytes +
+		48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) +
+		96*len(m.notesAt) + 32*(len(m.hypotheses)+len(m.weights))
 }
 
 // Reset empties w.
