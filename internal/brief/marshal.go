@@ -26,7 +26,23 @@ func (r *Record) marshal(entry func(*Entry) ([]byte, error)) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := append(head[:len(head)-1], `,"sections":`...)
+	// The entries first, to write the whole in one buffer.
+	var entries [][]byte
+	size := len(head) + len(tail) + 64
+	for i := range r.Sections {
+		size += 32 + len(r.Sections[i].Name)
+		for k := range r.Sections[i].Entries {
+			e, err := entry(&r.Sections[i].Entries[k])
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, e)
+			size += len(e) + 1
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"sections":`...)
 	if r.Sections == nil {
 		b = append(b, "null"...)
 	} else {
@@ -49,11 +65,8 @@ func (r *Record) marshal(entry func(*Entry) ([]byte, error)) ([]byte, error) {
 					if k > 0 {
 						b = append(b, ',')
 					}
-					e, err := entry(&s.Entries[k])
-					if err != nil {
-						return nil, err
-					}
-					b = append(b, e...)
+					b = append(b, entries[0]...)
+					entries = entries[1:]
 				}
 				b = append(b, ']')
 			}

@@ -235,12 +235,9 @@ type model struct {
 	undo   []fileUndo
 	keys   int // len(fileKeys) when sealed
 	// onFile indexes the steps of steps[:onFileN] that touched one file
-	// (see stepsOn); weights memoizes noteWeight.
+	// (see stepsOn).
 	onFile  map[*fileState][]*step
 	onFileN int
-	weights map[string]float64
-	// hypotheses memoizes hypothesis.
-	hypotheses map[string]bool
 	// entries and lastEntries memoize the JSON of the record's entries of
 	// this Write and the last (see entryJSON).
 	entries, lastEntries           map[entryMemoKey][]byte
@@ -276,8 +273,8 @@ type model struct {
 	// scored the identifiers (see scoreIdents).
 	idUses  []*identUse
 	scoring int
-	// notesAt holds the texts of notes by index, with the note they were
-	// written from (see noteTexts).
+	// notesAt holds what the lines of notes read of them, by index, with
+	// the note they were read from (see noteLine).
 	notesAt []noteLines
 	// resolvedIDs is resolvedFailures while the layout is built: it is
 	// derived from every error, so a model read further drops it (see

@@ -932,17 +932,17 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	// Runs of one command whose outcomes differ are the evidence of what
 	// changed in between (a bug reproduced, then fixed).
 	outcomes := m.runOutcomes()
-	told := make(map[*step]bool, len(m.steps))
+	told := make([]bool, len(m.steps)) // by step
 	for _, it := range l.items {
 		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
 			for _, s := range it.steps {
-				told[s] = true
+				told[s.n] = true
 			}
 		}
 	}
 	var rest []*step
 	for _, s := range m.steps {
-		if !told[s] {
+		if !told[s.n] {
 			rest = append(rest, s)
 		}
 	}
@@ -1090,14 +1090,15 @@ func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	first := true
 	for k, nt := range m.notes {
-		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + m.weight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
-		if first && m.hypothesis(nt.text) {
+		nl := m.noteLine(k)
+		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids}
+		if first && nl.hypothesis {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
 			it.prio += 3
 			first = false
 		}
-		it.texts = m.noteTexts(k, func(t *[levels]string) {
+		it.texts = m.noteTexts(nl, func(t *[levels]string) {
 			t[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
 			t[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
 			t[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)

@@ -69,7 +69,7 @@ func (w *Warm) Bytes() int {
 func (m *model) layoutBytes() int {
 	return m.memoBytes + m.entriesBytes + m.lastEntriesBytes +
 		48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) +
-		96*len(m.notesAt) + 32*(len(m.hypotheses)+len(m.weights))
+		160*len(m.notesAt)
 }
 
 // Reset empties w.
@@ -255,6 +255,43 @@ func (m *model) stepsOn(f *fileState) []*step {
 		}
 	}
 	return m.onFile[f]
+}
+
+// noteLines is what a note's line reads of the note, kept per note: its
+// weight, whether it is a hypothesis, its ids and texts (written once).
+type noteLines struct {
+	id, text   string
+	weight     float64
+	hypothesis bool
+	ids        []string
+	texts      [levels]string
+}
+
+// noteLine returns the memo of notes[k], made again if the note is not
+// the one it was made from.
+func (m *model) noteLine(k int) *noteLines {
+	nt := m.notes[k]
+	if k < len(m.notesAt) && m.notesAt[k].id == nt.id && m.notesAt[k].text == nt.text {
+		return &m.notesAt[k]
+	}
+	nl := noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
+		ids: []string{nt.id}}
+	if k > len(m.notesAt) {
+		return &nl // not kept: the memo is by index, in order
+	}
+	m.notesAt = append(m.notesAt[:k], nl)
+	return &m.notesAt[k]
+}
+
+// noteTexts returns the texts of a note's line, written by write once.
+func (m *model) noteTexts(nl *noteLines, write func(*[levels]string)) [levels]string {
+	if nl.texts[levelFull] == "" {
+		write(&nl.texts)
+		for _, t := range nl.texts {
+			m.memoBytes += len(t)
+		}
+	}
+	return nl.texts
 }
 
 // callsOf returns the steps of the message id, in order. The index
@@ -469,43 +506,6 @@ func (m *model) errorTexts(e *errState, k errorKey, write func(*[levels]string))
 	return c.texts
 }
 
-// noteLines are the texts of a note's line, and the note they tell.
-type noteLines struct {
-	id, text string
-	texts    [levels]string
-}
-
-// noteTexts returns the texts of the line of notes[k], written by write
-// once per note: they read the note alone.
-func (m *model) noteTexts(k int, write func(*[levels]string)) [levels]string {
-	nt := m.notes[k]
-	if k < len(m.notesAt) && m.notesAt[k].id == nt.id && m.notesAt[k].text == nt.text {
-		return m.notesAt[k].texts
-	}
-	nl := noteLines{id: nt.id, text: nt.text}
-	write(&nl.texts)
-	for _, t := range nl.texts {
-		m.memoBytes += len(t)
-	}
-	if k <= len(m.notesAt) {
-		m.notesAt = append(m.notesAt[:k], nl)
-	}
-	return nl.texts
-}
-
-// hypothesis is hypothesisRe.MatchString(t), read once per text.
-func (m *model) hypothesis(t string) bool {
-	h, ok := m.hypotheses[t]
-	if !ok {
-		if m.hypotheses == nil {
-			m.hypotheses = map[string]bool{}
-		}
-		h = hypothesisRe.MatchString(t)
-		m.hypotheses[t] = h
-	}
-	return h
-}
-
 // viewsOf returns filter(m, f, m.stepsOn(f)), filtering only the steps
 // added since the last call: the steps on a file only grow, and whether
 // one reads the file alone is fixed when it is read. The slice is
@@ -529,19 +529,6 @@ func (m *model) viewsOf(f *fileState, filter func(*model, *fileState, []*step) [
 type viewMemo struct {
 	n     int
 	steps []*step
-}
-
-// weight is noteWeight(t), computed once per text.
-func (m *model) weight(t string) float64 {
-	w, ok := m.weights[t]
-	if !ok {
-		if m.weights == nil {
-			m.weights = map[string]float64{}
-		}
-		w = noteWeight(t)
-		m.weights[t] = w
-	}
-	return w
 }
 
 // lineKey names a group of steps and what its line reads besides them.
