@@ -32,7 +32,12 @@ func (g *group) last() *step  { return g.steps[len(g.steps)-1] }
 
 // groupSteps merges consecutive steps that tell the same thing.
 func groupSteps(steps []*step) []*group {
-	var out []*group
+	return appendGroups(nil, steps)
+}
+
+// appendGroups goes on grouping steps after the groups out, the last of
+// which the first step may join.
+func appendGroups(out []*group, steps []*step) []*group {
 	for _, s := range steps {
 		if len(out) > 0 {
 			g := out[len(out)-1]

@@ -276,6 +276,10 @@ type model struct {
 	// notesAt holds what the lines of notes read of them, by index, with
 	// the note they were read from (see noteLine).
 	notesAt []noteLines
+	// groups are the groups of the steps without a line of their own
+	// (grouped) the last layout made (see stepGroups).
+	grouped []*step
+	groups  []*group
 	// resolvedIDs is resolvedFailures while the layout is built: it is
 	// derived from every error, so a model read further drops it (see
 	// seal).

@@ -946,7 +946,7 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			rest = append(rest, s)
 		}
 	}
-	for _, g := range groupSteps(rest) {
+	for _, g := range m.stepGroups(rest) {
 		s := g.last()
 		k := s.f.call.kind
 		p := baseImportance[k] + 4*recency(s.n)

@@ -69,7 +69,7 @@ func (w *Warm) Bytes() int {
 func (m *model) layoutBytes() int {
 	return m.memoBytes + m.entriesBytes + m.lastEntriesBytes +
 		48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) +
-		160*len(m.notesAt)
+		160*len(m.notesAt) + 8*len(m.grouped) + 48*len(m.groups)
 }
 
 // Reset empties w.
@@ -292,6 +292,39 @@ func (m *model) noteTexts(nl *noteLines, write func(*[levels]string)) [levels]st
 		}
 	}
 	return nl.texts
+}
+
+// stepGroups returns groupSteps(rest), regrouping only from where rest
+// departs from the steps grouped last: grouping is a left fold over the
+// steps, so the groups of a common beginning are the same, and a warm
+// model's steps without a line of their own mostly grow at the end. The
+// groups kept are not changed (the one the new steps may join is copied):
+// the lines of earlier layouts hold them.
+func (m *model) stepGroups(rest []*step) []*group {
+	d := 0
+	for d < len(rest) && d < len(m.grouped) && rest[d] == m.grouped[d] {
+		d++
+	}
+	out := make([]*group, 0, len(m.groups)+len(rest)-d)
+	at := 0
+	for _, g := range m.groups {
+		if at+len(g.steps) > d {
+			if at < d {
+				out = append(out, &group{steps: slices.Clone(g.steps[:d-at]), negative: g.negative})
+			}
+			break
+		}
+		out = append(out, g)
+		at += len(g.steps)
+	}
+	if n := len(out); n > 0 && d < len(rest) {
+		last := *out[n-1]
+		last.steps = slices.Clip(last.steps) // an append copies it
+		out[n-1] = &last
+	}
+	out = appendGroups(out, rest[d:])
+	m.grouped, m.groups = rest, out
+	return out
 }
 
 // callsOf returns the steps of the message id, in order. The index
