@@ -320,38 +320,35 @@ func (l *layout) mandatoryTokens() int {
 func (l *layout) coverage(text string) Coverage {
 	m := l.m
 	c := Coverage{UserMessages: len(m.users), Steps: len(m.steps)}
-	c.UserVerbatim = carriedWhole(text, m.users)
-	// The index of the last choice read the identifiers its items carry.
-	kept := l.carried
-	if kept == nil {
-		kept = map[string]bool{}
+	c.UserVerbatim = carriedWhole(text, m.users, func(k int) bool { return k < len(l.users) && l.users[k].level == levelFull })
+	named, _ := m.namedIdents()
+	c.SpanIdentifiers = len(named)
+	// The identifiers kept are those of the shown items (the index of the
+	// last choice read them) and the index's, each counted once if the
+	// span has it.
+	m.coverings++
+	kept := func(id string) {
+		if u := m.ids[id]; u != nil && u.counted != m.coverings && !ident.IsNumeric(id) {
+			u.counted = m.coverings
+			c.IdentifiersKept++
+		}
+	}
+	if l.carried != nil {
+		for id := range l.carried {
+			kept(id)
+		}
+	} else {
 		for _, it := range l.items {
 			if it.level >= 0 {
 				for _, id := range it.textIdents() {
-					kept[id] = true
+					kept(id)
 				}
 			}
 		}
 	}
-	listed := map[string]bool{}
 	if l.lastIndex != "" {
 		for _, id := range strings.Split(l.lastIndex, ", ") {
-			listed[id] = true
-		}
-	}
-	named, _ := m.namedIdents()
-	c.SpanIdentifiers = len(named)
-	// The identifiers kept are fewer than the span's: each is looked up
-	// among the span's.
-	spans := func(id string) bool { return m.ids[id] != nil && !ident.IsNumeric(id) }
-	for id := range kept {
-		if spans(id) {
-			c.IdentifiersKept++
-		}
-	}
-	for id := range listed {
-		if !kept[id] && spans(id) {
-			c.IdentifiersKept++
+			kept(id)
 		}
 	}
 	for _, it := range l.items {
@@ -381,13 +378,16 @@ func (l *layout) coverage(text string) Coverage {
 	return c
 }
 
-// carriedWhole counts the messages whose text occurs in text. They are
-// carried in order: each is looked for after the last one found, then, if
+// carriedWhole counts the messages whose text occurs in text; known
+// reports those known to (a line that quotes them whole is shown). The
+// others are looked for in order: each after the last one found, then, if
 // not there, before it.
-func carriedWhole(text string, msgs []userMsg) int {
+func carriedWhole(text string, msgs []userMsg, known func(int) bool) int {
 	n, from := 0, 0
-	for _, u := range msgs {
-		if i := strings.Index(text[from:], u.text); i >= 0 {
+	for k, u := range msgs {
+		if known(k) {
+			n++
+		} else if i := strings.Index(text[from:], u.text); i >= 0 {
 			n++
 			from += i + len(u.text)
 		} else if strings.Contains(text[:min(len(text), from+len(u.text)-1)], u.text) {

@@ -271,8 +271,9 @@ type model struct {
 	namedNeed float64
 	// idUses is ids[idOrder[i]] by i; scoring counts the layouts that
 	// scored the identifiers (see scoreIdents).
-	idUses  []*identUse
-	scoring int
+	idUses    []*identUse
+	scoring   int
+	coverings int // counts the coverages (see identUse.counted)
 	// notesAt holds what the lines of notes read of them, by index, with
 	// the note they were read from (see noteLine).
 	notesAt []noteLines
@@ -303,9 +304,11 @@ type identUse struct {
 	kind     float64
 	kindRead bool
 	// score is its score as an index candidate (scoreIdents), when scored
-	// is the model's scoring.
-	score  float64
-	scored int
+	// is the model's scoring; counted is the model's coverings when the
+	// coverage counted it.
+	score   float64
+	scored  int
+	counted int
 }
 
 // kindScore is identKindScore(id), read once per identifier of the span

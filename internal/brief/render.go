@@ -135,6 +135,8 @@ type layout struct {
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
+	// users are the items of the span's user messages, in order.
+	users []*item
 	// carried is the identifiers of the items the last choice shows, when
 	// its index was made.
 	carried map[string]bool
@@ -178,6 +180,7 @@ func (l *layout) build(userCap int) {
 		it.texts[levelShort] = shortenUser(text, userCap)
 		it.texts[levelMin] = it.texts[levelShort]
 		l.items = append(l.items, it)
+		l.users = append(l.users, it)
 	}
 
 	// Harness reminders in the user role: each distinct one quoted once
