@@ -81,9 +81,11 @@ type fileState struct {
 	n       int      // the last step that touched it
 	// lines and read memoize the texts of its line (see model.fileTexts
 	// and model.readTexts).
-	lines    *fileLines
-	read     *readMemo
-	onlyRead *viewMemo // its view steps (see model.viewsOf)
+	lines *fileLines
+	read  *readMemo
+	// onlyRead and onlyChanged are its view and change steps (see
+	// model.stepsOnBy).
+	onlyRead, onlyChanged *viewMemo
 }
 
 var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")

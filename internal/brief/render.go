@@ -287,10 +287,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
-		texts := m.fileTexts(f)
-		for lv := range levels {
-			it.texts[lv] = "- " + f.name() + ": " + texts[lv]
-		}
+		it.texts = m.fileTexts(f, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv) })
 		if notable := fileNotable(views, 2); len(notable) > 0 {
 			it.texts[levelFull] += "; lines the agent referred to: " + strings.Join(notable, " | ")
 		}
@@ -346,8 +343,13 @@ func fileReadTexts(f *fileState, views []*step) readLines {
 // changeSteps are the steps that only changed this one file (an edit, a
 // write, a revert, a delete) and succeeded.
 func changeSteps(m *model, f *fileState) []*step {
+	return m.stepsOnBy(f, &f.onlyChanged, changedOnly)
+}
+
+// changedOnly filters the steps on one file for changeSteps.
+func changedOnly(m *model, f *fileState, steps []*step) []*step {
 	var out []*step
-	for _, s := range m.stepsOn(f) {
+	for _, s := range steps {
 		if !s.f.call.kind.changes() || s.f.call.kind == kindMutate || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -360,7 +362,7 @@ func changeSteps(m *model, f *fileState) []*step {
 
 // viewSteps are the steps that only read a file.
 func viewSteps(m *model, f *fileState) []*step {
-	return m.viewsOf(f, readOnly)
+	return m.stepsOnBy(f, &f.onlyRead, readOnly)
 }
 
 // readOnly filters the steps on one file for viewSteps.

@@ -410,27 +410,29 @@ func (m *model) missedAt(path string) []*step {
 	return slices.Clip(m.missed[path])
 }
 
-// fileLines are a file's fileText at every level, and what of the file
-// they were written from.
+// fileLines are the texts of a changed file's line at every level, and
+// what of the file they were written from.
 type fileLines struct {
-	created, deleted, content, outline string
-	lastRun                            *step
-	react                              string // lastRun's
-	changes                            []change
-	undone                             []undo
-	texts                              [levels]string
+	name, created, deleted, content, outline string
+	lastRun                                  *step
+	react                                    string // lastRun's
+	changes                                  []change
+	undone                                   []undo
+	texts                                    [levels]string
 }
 
-// fileTexts returns fileText(f, lv) for every level, written again only
-// when what it reads of f has changed: a warm model keeps its files, and
-// most of them are not touched by the new steps. A rule that makes
-// fileText read more of the file must be added to fileLines
-// (TestWarmWriteIdentity finds what it misses).
-func (m *model) fileTexts(f *fileState) [levels]string {
-	if c := f.lines; c != nil && c.matches(f) {
+// fileTexts returns write(lv) for every level, the line of a changed file,
+// written again only when what it reads of f has changed (its name and
+// what fileText reads): a warm model keeps its files, and most of them are
+// not touched by the new steps. A rule that makes the line read more of
+// the file must be added to fileLines (TestWarmTouchedAgain and
+// TestWarmWriteIdentity find what it misses).
+func (m *model) fileTexts(f *fileState, write func(lv int) string) [levels]string {
+	name := f.name()
+	if c := f.lines; c != nil && c.name == name && c.matches(f) {
 		return c.texts
 	}
-	c := &fileLines{created: f.created, deleted: f.deleted, content: f.content, outline: f.outline, lastRun: f.lastRun,
+	c := &fileLines{name: name, created: f.created, deleted: f.deleted, content: f.content, outline: f.outline, lastRun: f.lastRun,
 		changes: slices.Clone(f.changes), undone: slices.Clone(f.undone)}
 	if f.lastRun != nil {
 		c.react = f.lastRun.react
@@ -439,7 +441,7 @@ func (m *model) fileTexts(f *fileState) [levels]string {
 		c.undone[i].changes = slices.Clone(c.undone[i].changes)
 	}
 	for lv := range levels {
-		c.texts[lv] = fileText(f, lv)
+		c.texts[lv] = write(lv)
 		m.memoBytes += len(c.texts[lv])
 	}
 	if f.lines != nil {
@@ -539,16 +541,16 @@ func (m *model) errorTexts(e *errState, k errorKey, write func(*[levels]string))
 	return c.texts
 }
 
-// viewsOf returns filter(m, f, m.stepsOn(f)), filtering only the steps
-// added since the last call: the steps on a file only grow, and whether
-// one reads the file alone is fixed when it is read. The slice is
-// clipped, so that an append copies it.
-func (m *model) viewsOf(f *fileState, filter func(*model, *fileState, []*step) []*step) []*step {
+// stepsOnBy returns filter(m, f, m.stepsOn(f)), kept in *memo and
+// filtering only the steps added since: the steps on a file only grow,
+// and what a filter reads of a step is fixed when the step is read. The
+// slice is clipped, so that an append copies it.
+func (m *model) stepsOnBy(f *fileState, memo **viewMemo, filter func(*model, *fileState, []*step) []*step) []*step {
 	on := m.stepsOn(f)
-	v := f.onlyRead
+	v := *memo
 	if v == nil || v.n > len(on) {
 		v = &viewMemo{}
-		f.onlyRead = v
+		*memo = v
 	}
 	if v.n < len(on) {
 		v.steps = append(v.steps, filter(m, f, on[v.n:])...)
@@ -558,7 +560,7 @@ func (m *model) viewsOf(f *fileState, filter func(*model, *fileState, []*step) [
 	return slices.Clip(v.steps)
 }
 
-// viewMemo is a file's view steps among the first n steps on it.
+// viewMemo is the steps a filter kept of the first n steps on a file.
 type viewMemo struct {
 	n     int
 	steps []*step
