@@ -25,6 +25,9 @@ const (
 type group struct {
 	steps    []*step
 	negative bool // searches with no match
+	// line memoizes what its line reads (see model.groupLine): a group's
+	// steps do not change once grouped.
+	line *groupLine
 }
 
 func (g *group) first() *step { return g.steps[0] }

@@ -978,17 +978,26 @@ func (l *layout) buildSteps(recency func(int) float64) {
 		case s.f.out.empty && !s.failed && (k == kindRun || k == kindOther):
 			p -= 1.5 // "ok, no output" tells little
 		}
-		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
-		it.texts = m.groupTexts(g)
-		if len(g.steps) == 1 {
-			it.idents = slices.Clip(stepIdents(s)) // read only: shared with the step
-		} else {
-			for _, x := range g.steps {
-				it.idents = append(it.idents, stepIdents(x)...)
-			}
-		}
-		l.items = append(l.items, it)
+		l.items = append(l.items, m.groupItem(g, p))
 	}
+}
+
+// groupItem returns the item of a group's line at priority p.
+func (m *model) groupItem(g *group, p float64) *item {
+	gl := m.groupLine(g)
+	return gl.item(item{sec: secSteps, prio: p, order: float64(g.first().n), ids: gl.ids, steps: g.steps, texts: gl.texts, idents: gl.idents})
+}
+
+// groupIdents are the identifiers a group's steps carry at full detail.
+func groupIdents(g *group) []string {
+	if len(g.steps) == 1 {
+		return slices.Clip(stepIdents(g.steps[0])) // read only: shared with the step
+	}
+	var out []string
+	for _, x := range g.steps {
+		out = append(out, stepIdents(x)...)
+	}
+	return out
 }
 
 // outcomeKey sums up what a run showed, to compare runs of one command.

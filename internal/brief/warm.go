@@ -320,6 +320,7 @@ func (m *model) stepGroups(rest []*step) []*group {
 	if n := len(out); n > 0 && d < len(rest) {
 		last := *out[n-1]
 		last.steps = slices.Clip(last.steps) // an append copies it
+		last.line = nil                      // its steps may change
 		out[n-1] = &last
 	}
 	out = appendGroups(out, rest[d:])
@@ -564,6 +565,43 @@ func (m *model) stepsOnBy(f *fileState, memo **viewMemo, filter func(*model, *fi
 type viewMemo struct {
 	n     int
 	steps []*step
+}
+
+// groupLine is what a step group's line reads, kept with the group
+// between layouts: its texts (groupTexts), written again when the last
+// step's reaction arrives or the records in play change, its ids and
+// identifiers, and its item, reused while the texts stand so that the
+// identifiers read from them are kept too.
+type groupLine struct {
+	react       bool
+	recs        int
+	texts       [levels]string
+	ids, idents []string
+	it          item
+}
+
+// groupLine returns g's memo, up to date.
+func (m *model) groupLine(g *group) *groupLine {
+	react := g.last().react != ""
+	gl := g.line
+	if gl == nil {
+		gl = &groupLine{ids: []string{g.first().id()}, idents: groupIdents(g)}
+		g.line = gl
+		m.memoBytes += 256
+	} else if gl.react == react && gl.recs == len(m.records) {
+		return gl
+	}
+	gl.react, gl.recs, gl.texts = react, len(m.records), m.groupTexts(g)
+	gl.it.identsAt = [levels][]string{}
+	return gl
+}
+
+// item sets the memo's item to it, keeping the identifiers read from its
+// texts, and returns it.
+func (gl *groupLine) item(it item) *item {
+	it.identsAt = gl.it.identsAt
+	gl.it = it
+	return &gl.it
 }
 
 // lineKey names a group of steps and what its line reads besides them.
