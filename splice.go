@@ -288,22 +288,51 @@ const wrapperTagName = "compacted-history"
 // get their '&' escaped as "&amp;" so [UnwrapBriefing] restores text
 // exactly. Shell lines ("a && b < f") and HTML pass unchanged.
 func EscapeBriefing(text string) string {
-	if !strings.Contains(text, "<") && !strings.Contains(text, "&") {
+	lt, amp := strings.IndexByte(text, '<'), strings.IndexByte(text, '&')
+	if lt < 0 && amp < 0 {
 		return text
 	}
+	// next is the position of the next c from i on, or -1.
+	next := func(c byte, i int) int {
+		if j := strings.IndexByte(text[i:], c); j >= 0 {
+			return i + j
+		}
+		return -1
+	}
 	var sb strings.Builder
-	sb.Grow(len(text) + 16)
-	for i := 0; i < len(text); i++ {
-		c := text[i]
-		switch {
-		case c == '&' && (strings.HasPrefix(text[i:], "&lt;") || strings.HasPrefix(text[i:], "&amp;")):
-			sb.WriteString("&amp;")
-		case c == '<' && startsWrapperTag(text[i+1:]):
-			sb.WriteString("&lt;")
-		default:
-			sb.WriteByte(c)
+	// The text between the escapes is copied whole, and a text without
+	// one is returned as it is: a briefing is long and escapes are few.
+	done := 0
+	for lt >= 0 || amp >= 0 {
+		i := lt
+		if i < 0 || amp >= 0 && amp < i {
+			i = amp
+		}
+		esc := ""
+		switch rest := text[i:]; {
+		case rest[0] == '&' && (strings.HasPrefix(rest, "&lt;") || strings.HasPrefix(rest, "&amp;")):
+			esc = "&amp;"
+		case rest[0] == '<' && startsWrapperTag(rest[1:]):
+			esc = "&lt;"
+		}
+		if esc != "" {
+			if sb.Cap() == 0 {
+				sb.Grow(len(text) + 16)
+			}
+			sb.WriteString(text[done:i])
+			sb.WriteString(esc)
+			done = i + 1
+		}
+		if i == lt {
+			lt = next('<', i+1)
+		} else {
+			amp = next('&', i+1)
 		}
 	}
+	if done == 0 {
+		return text
+	}
+	sb.WriteString(text[done:])
 	return sb.String()
 }
 

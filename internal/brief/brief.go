@@ -42,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -224,11 +223,7 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	for _, it := range l.items {
 		it.cache = in.Cache
 	}
-	for _, id := range m.idOrder {
-		if !ident.IsNumeric(id) {
-			l.indexNeed += estimate(id + ", ")
-		}
-	}
+	_, l.indexNeed = m.namedIdents()
 	if m.prior != nil {
 		// What the earlier briefing carried may need the index once its
 		// lines give way.
@@ -247,7 +242,8 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	d := &Draft{Text: text, Depth: depth, BudgetTokens: l.budget}
 	d.Coverage = l.coverage(text)
 	rec := l.record(depth, d.Coverage)
-	js, err := json.Marshal(rec)
+	m.turnEntries()
+	js, err := rec.marshal(m.entryJSON)
 	if err != nil {
 		return nil, fmt.Errorf("brief: marshal record: %w", err)
 	}
@@ -324,31 +320,35 @@ func (l *layout) mandatoryTokens() int {
 func (l *layout) coverage(text string) Coverage {
 	m := l.m
 	c := Coverage{UserMessages: len(m.users), Steps: len(m.steps)}
-	for _, u := range m.users {
-		if strings.Contains(text, u.text) {
-			c.UserVerbatim++
+	c.UserVerbatim = carriedWhole(text, m.users, func(k int) bool { return k < len(l.users) && l.users[k].level == levelFull })
+	named, _ := m.namedIdents()
+	c.SpanIdentifiers = len(named)
+	// The identifiers kept are those of the shown items (the index of the
+	// last choice read them) and the index's, each counted once if the
+	// span has it.
+	m.coverings++
+	kept := func(id string) {
+		if u := m.ids[id]; u != nil && u.counted != m.coverings && !ident.IsNumeric(id) {
+			u.counted = m.coverings
+			c.IdentifiersKept++
 		}
 	}
-	kept := map[string]bool{}
-	for _, it := range l.items {
-		if it.level >= 0 {
-			for _, id := range it.textIdents() {
-				kept[id] = true
+	if l.carried != nil {
+		for id := range l.carried {
+			kept(id)
+		}
+	} else {
+		for _, it := range l.items {
+			if it.level >= 0 {
+				for _, id := range it.textIdents() {
+					kept(id)
+				}
 			}
 		}
 	}
 	if l.lastIndex != "" {
 		for _, id := range strings.Split(l.lastIndex, ", ") {
-			kept[id] = true
-		}
-	}
-	for _, id := range m.idOrder {
-		if ident.IsNumeric(id) {
-			continue
-		}
-		c.SpanIdentifiers++
-		if kept[id] {
-			c.IdentifiersKept++
+			kept(id)
 		}
 	}
 	for _, it := range l.items {
@@ -378,25 +378,41 @@ func (l *layout) coverage(text string) Coverage {
 	return c
 }
 
+// carriedWhole counts the messages whose text occurs in text; known
+// reports those known to (a line that quotes them whole is shown). The
+// others are looked for in order: each after the last one found, then, if
+// not there, before it.
+func carriedWhole(text string, msgs []userMsg, known func(int) bool) int {
+	n, from := 0, 0
+	for k, u := range msgs {
+		if known(k) {
+			n++
+		} else if i := strings.Index(text[from:], u.text); i >= 0 {
+			n++
+			from += i + len(u.text)
+		} else if strings.Contains(text[:min(len(text), from+len(u.text)-1)], u.text) {
+			n++
+		}
+	}
+	return n
+}
+
 // record is the structured form of the chosen items.
 func (l *layout) record(depth int, cov Coverage) *Record {
 	r := &Record{Format: RecordFormat, Covers: []string{l.m.first, l.m.last}, Depth: depth, Coverage: cov}
-	for sec := secTask; sec < numSections; sec++ {
-		var items []*item
-		for _, it := range l.items {
-			if it.sec == sec && it.level >= 0 {
-				items = append(items, it)
-			}
-		}
-		if len(items) == 0 {
+	// The items in print order are by section: each section's shown items
+	// are one run.
+	var last section
+	for _, it := range l.printOrder() {
+		if it.sec < secTask || it.level < 0 {
 			continue
 		}
-		sort.SliceStable(items, func(i, j int) bool { return items[i].order < items[j].order })
-		rs := RecordSection{Name: sectionKeys[sec]}
-		for _, it := range items {
-			rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})
+		if len(r.Sections) == 0 || it.sec != last {
+			r.Sections = append(r.Sections, RecordSection{Name: sectionKeys[it.sec]})
+			last = it.sec
 		}
-		r.Sections = append(r.Sections, rs)
+		rs := &r.Sections[len(r.Sections)-1]
+		rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})
 	}
 	if l.lastIndex != "" {
 		r.Index = strings.Split(l.lastIndex, ", ")

@@ -25,6 +25,9 @@ const (
 type group struct {
 	steps    []*step
 	negative bool // searches with no match
+	// line memoizes what its line reads (see model.groupLine): a group's
+	// steps do not change once grouped.
+	line *groupLine
 }
 
 func (g *group) first() *step { return g.steps[0] }
@@ -32,7 +35,12 @@ func (g *group) last() *step  { return g.steps[len(g.steps)-1] }
 
 // groupSteps merges consecutive steps that tell the same thing.
 func groupSteps(steps []*step) []*group {
-	var out []*group
+	return appendGroups(nil, steps)
+}
+
+// appendGroups goes on grouping steps after the groups out, the last of
+// which the first step may join.
+func appendGroups(out []*group, steps []*step) []*group {
 	for _, s := range steps {
 		if len(out) > 0 {
 			g := out[len(out)-1]
@@ -52,7 +60,18 @@ func groupSteps(steps []*step) []*group {
 }
 
 // noMatch reports a search (or a listing of a path) that found nothing.
+// It is read once per step: what it reads is fixed when the step is.
 func noMatch(s *step) bool {
+	if s.noMatch == 0 {
+		s.noMatch = 1
+		if readNoMatch(s) {
+			s.noMatch = 2
+		}
+	}
+	return s.noMatch == 2
+}
+
+func readNoMatch(s *step) bool {
 	k := s.f.call.kind
 	if k != kindSearch {
 		return false

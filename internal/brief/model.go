@@ -36,6 +36,10 @@ type step struct {
 	lineIdents []string
 	// prevRun is the last earlier step with the same call and an output.
 	prevRun *step
+	// outcome memoizes outcomeKey, noMatch noMatch (0 unread, 1 false,
+	// 2 true).
+	outcome string
+	noMatch int8
 }
 
 func (s *step) id() string { return s.ids[0] }
@@ -77,6 +81,13 @@ type fileState struct {
 	writes  []string // files this script rewrites when it runs
 	missing bool     // a tool said it does not exist
 	n       int      // the last step that touched it
+	// lines and read memoize the texts of its line (see model.fileTexts
+	// and model.readTexts).
+	lines *fileLines
+	read  *readMemo
+	// onlyRead and onlyChanged are its view and change steps (see
+	// model.stepsOnBy).
+	onlyRead, onlyChanged *viewMemo
 }
 
 var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
@@ -178,6 +189,12 @@ type errState struct {
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
+
+	// judged is the reaction of lastFailed that unrelatedTo was read from
+	// (see unrelated); lines memoizes its line (see model.errorTexts).
+	judged      string
+	unrelatedTo bool
+	lines       *errorLines
 }
 
 // model is everything the briefing can say about a span.
@@ -228,14 +245,58 @@ type model struct {
 	undo   []fileUndo
 	keys   int // len(fileKeys) when sealed
 	// onFile indexes the steps of steps[:onFileN] that touched one file
-	// (see stepsOn); weights memoizes noteWeight.
+	// (see stepsOn).
 	onFile  map[*fileState][]*step
 	onFileN int
-	weights map[string]float64
+	// entries and lastEntries memoize the JSON of the record's entries of
+	// this Write and the last (see entryJSON).
+	entries, lastEntries           map[entryMemoKey][]byte
+	entriesBytes, lastEntriesBytes int
 	// lines memoizes the texts of step groups (see groupTexts); linesRecs
 	// is len(records) when they were written.
 	lines     map[lineKey][levels]string
 	linesRecs int
+	// What the layout derives from the model and keeps while it grows
+	// (see warm.go): each index covers the steps (or identifiers) up to
+	// its count, and grows with them.
+	//
+	// byID indexes the steps by their calling message, lastOf gives each
+	// the position of its message's last step (see callsOf, lastCall).
+	byID   map[string][]*step
+	lastOf []int
+	byIDN  int
+	// outcomes holds the outcomes of the runs and tests by command (see
+	// runOutcomes).
+	outcomes  map[string]map[string]bool
+	outcomesN int
+	// missed indexes the failed steps by the paths they found missing
+	// (see missedAt).
+	missed  map[string][]*step
+	missedN int
+	// named lists the identifiers of idOrder that are not bare numbers,
+	// and namedNeed sums their estimated cost in the index, in that order
+	// (see namedIdents).
+	named     []string
+	namedN    int
+	namedNeed float64
+	// idUses is ids[idOrder[i]] by i; scoring counts the layouts that
+	// scored the identifiers (see scoreIdents).
+	idUses    []*identUse
+	scoring   int
+	coverings int // counts the coverages (see identUse.counted)
+	// notesAt holds what the lines of notes read of them, by index, with
+	// the note they were read from (see noteLine).
+	notesAt []noteLines
+	// groups are the groups of the steps without a line of their own
+	// (grouped) the last layout made (see stepGroups).
+	grouped []*step
+	groups  []*group
+	// resolvedIDs is resolvedFailures while the layout is built: it is
+	// derived from every error, so a model read further drops it (see
+	// seal).
+	resolvedIDs map[string]bool
+	// memoBytes approximates the texts the memos hold.
+	memoBytes int
 }
 
 type idList struct {
@@ -249,6 +310,27 @@ type identUse struct {
 	msgs   int
 	spoken bool // in a user or assistant text or a call's arguments
 	last   int
+	// kind memoizes identKindScore of its identifier, when kindRead.
+	kind     float64
+	kindRead bool
+	// score is its score as an index candidate (scoreIdents), when scored
+	// is the model's scoring; counted is the model's coverings when the
+	// coverage counted it.
+	score   float64
+	scored  int
+	counted int
+}
+
+// kindScore is identKindScore(id), read once per identifier of the span
+// (u is nil for one the span does not use).
+func (u *identUse) kindScore(id string) float64 {
+	if u == nil {
+		return identKindScore(id)
+	}
+	if !u.kindRead {
+		u.kind, u.kindRead = identKindScore(id), true
+	}
+	return u.kind
 }
 
 // build reads the span into a model.
@@ -636,6 +718,7 @@ func (m *model) countIdents(ids []string, spoken bool) {
 			u = &identUse{}
 			m.ids[id] = u
 			m.idOrder = append(m.idOrder, id)
+			m.idUses = append(m.idUses, u)
 		}
 		u.msgs++
 		u.spoken = u.spoken || spoken
@@ -1051,7 +1134,15 @@ func installedNothing(s *step) bool {
 // unrelated reports an open error the agent, reading it, judged not its
 // own: a failure that was there before its change.
 func (e *errState) unrelated() bool {
-	return e.lastFailed != nil && unrelatedRe.MatchString(headOf(e.lastFailed.react, 600))
+	if e.lastFailed == nil {
+		return false
+	}
+	// Read once per text, as open reads its reaction: a warm model keeps
+	// the error while its last failure and that one's reaction change.
+	if r := e.lastFailed.react; r != e.judged {
+		e.judged, e.unrelatedTo = r, unrelatedRe.MatchString(headOf(r, 600))
+	}
+	return e.unrelatedTo
 }
 
 var unrelatedRe = regexp.MustCompile(`(?i)\b(?:unrelated to (?:my|the|our) (?:change|fix|edit)s?|not related to (?:my|the|our) (?:change|fix|edit)s?|pre-?existing (?:failure|error|issue|bug|test failure)|(?:was|is|were) (?:already )?failing before)`)
@@ -1069,12 +1160,24 @@ var invocationRe = regexp.MustCompile(`(?i)no module named|file or directory not
 // resolvedFailure reports whether a failed step's error was resolved
 // later in the span.
 func (m *model) resolvedFailure(s *step) bool {
-	for _, e := range m.errors {
-		if slices.Contains(e.ids, s.id()) && !e.open() {
-			return true
+	return m.resolvedFailures()[s.id()]
+}
+
+// resolvedFailures returns the messages of the errors resolved later in
+// the span, once per layout (see resolvedFailure): a step looked up every
+// error.
+func (m *model) resolvedFailures() map[string]bool {
+	if m.resolvedIDs == nil {
+		m.resolvedIDs = map[string]bool{}
+		for _, e := range m.errors {
+			if !e.open() {
+				for _, id := range e.ids {
+					m.resolvedIDs[id] = true
+				}
+			}
 		}
 	}
-	return false
+	return m.resolvedIDs
 }
 
 // fixBetween names what changed between an error's last failure and the
@@ -1387,9 +1490,11 @@ func (m *model) sortedRecords() []*recordState {
 // sortedFiles returns file states in first-seen order, once each.
 func (m *model) sortedFiles() []*fileState {
 	var out []*fileState
+	seen := make(map[*fileState]bool, len(m.fileKeys))
 	for _, k := range m.fileKeys {
 		f := m.files[k]
-		if !slices.Contains(out, f) {
+		if !seen[f] {
+			seen[f] = true
 			out = append(out, f)
 		}
 	}

@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"cmp"
 	"math"
 	"os"
 	"regexp"
@@ -129,12 +130,25 @@ type layout struct {
 	// indexNeed estimates the tokens of the whole identifier index, to
 	// reserve no more room for it than it can use.
 	indexNeed float64
-	// baseScore, ranked and msgIDs are the index candidates, scored once.
+	// ranked and msgIDs are the index candidates, scored once (see
+	// score); baseScore holds the scores of those the span does not use.
 	baseScore map[string]float64
 	ranked    []identScore
 	msgIDs    map[string]bool
-	// byPrio is the optional items by priority, sorted once.
+	// users are the items of the span's user messages, in order.
+	users []*item
+	// carried is the identifiers of the items the last choice shows, when
+	// its index was made.
+	carried map[string]bool
+	// grams filters the index candidates checked against the carried
+	// identifiers (see gramSet).
+	grams *gramSet
+	// byPrio is the optional items by priority, sorted once; sorted is
+	// every item in print order (printOrder).
 	byPrio []*item
+	sorted []*item
+	// rendered is the longest text rendered yet, to size the next one.
+	rendered int
 }
 
 // build turns the model into items.
@@ -166,6 +180,7 @@ func (l *layout) build(userCap int) {
 		it.texts[levelShort] = shortenUser(text, userCap)
 		it.texts[levelMin] = it.texts[levelShort]
 		l.items = append(l.items, it)
+		l.users = append(l.users, it)
 	}
 
 	// Harness reminders in the user role: each distinct one quoted once
@@ -243,12 +258,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			continue
 		case f.missing && !f.net():
 			// It tells the failed calls that found it missing.
-			var missed []*step
-			for _, s := range m.steps {
-				if s.failed && slices.Contains(s.f.out.missing, f.path) {
-					missed = append(missed, s)
-				}
-			}
+			missed := m.missedAt(f.path)
 			it := &item{sec: secFiles, key: f.path, prio: 4 + recency(f.n), order: order, ids: headLines(f.views, 1), steps: missed}
 			it.setAll("- " + f.name() + ": does not exist (a tool said so)")
 			l.items = append(l.items, it)
@@ -266,48 +276,21 @@ func (l *layout) buildFiles(recency func(int) float64) {
 			if len(views) > 1 {
 				it.prio += 0.5
 			}
-			notable := fileNotable(views, 4)
-			if len(notable) > 0 {
+			r := m.readTexts(f, views)
+			if r.notable {
 				it.prio += 1
 			}
-			read := readParts(f, views)
-			shown := viewOutline(views)
-			content := smallViewed(views)
-			if shown != "" {
-				read += "; " + shown
-			}
-			it.texts[levelFull] = "- " + f.name() + ": read " + read
-			if len(notable) > 0 {
-				it.texts[levelFull] += "; key lines: " + quoteAll(notable)
-			}
-			it.texts[levelFull] = clip(it.texts[levelFull], 700)
-			it.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
-			if len(notable) > 0 {
-				it.texts[levelShort] += "; key line: " + quoteCode(notable[len(notable)-1], 110)
-			}
-			it.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
-			switch {
-			case content != "":
-				// A small file read whole is its content (a key, a
-				// ciphertext, a config): kept at every level.
+			if r.content {
 				it.prio += 1
-				c := "; content:\n" + indent(content)
-				it.texts[levelFull] = clip(it.texts[levelFull], 700) + c
-				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + c
-				it.texts[levelMin] += c
-			case shown != "":
-				it.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
-				it.texts[levelMin] += ": " + clip(shown, 70)
 			}
+			it.texts = r.texts
 			l.items = append(l.items, it)
 			continue
 		}
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
-		for lv := range levels {
-			it.texts[lv] = "- " + f.name() + ": " + fileText(f, lv)
-		}
+		it.texts = m.fileTexts(f, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv) })
 		if notable := fileNotable(views, 2); len(notable) > 0 {
 			it.texts[levelFull] += "; key lines: " + quoteAll(notable)
 		}
@@ -315,11 +298,61 @@ func (l *layout) buildFiles(recency func(int) float64) {
 	}
 }
 
+// readLines are the texts of the line of a file only read, and what
+// raises its priority: lines the agent referred to, a small content.
+type readLines struct {
+	texts            [levels]string
+	notable, content bool
+}
+
+// fileReadTexts writes the line of a file the span only read, from its
+// views.
+func fileReadTexts(f *fileState, views []*step) readLines {
+	var r readLines
+	notable := fileNotable(views, 4)
+	r.notable = len(notable) > 0
+	read := readParts(f, views)
+	shown := viewOutline(views)
+	content := smallViewed(views)
+	if shown != "" {
+		read += "; " + shown
+	}
+	r.texts[levelFull] = "- " + f.name() + ": read " + read
+	if len(notable) > 0 {
+		r.texts[levelFull] += "; key lines: " + quoteAll(notable)
+	}
+	r.texts[levelFull] = clip(r.texts[levelFull], 700)
+	r.texts[levelShort] = "- " + f.name() + ": read " + clip(read, 80)
+	if len(notable) > 0 {
+		r.texts[levelShort] += "; key line: " + quoteCode(notable[len(notable)-1], 110)
+	}
+	r.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
+	switch {
+	case content != "":
+		// A small file read whole is its content (a key, a
+		// ciphertext, a config): kept at every level.
+		r.content = true
+		c := "; content:\n" + indent(content)
+		r.texts[levelFull] = clip(r.texts[levelFull], 700) + c
+		r.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + c
+		r.texts[levelMin] += c
+	case shown != "":
+		r.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
+		r.texts[levelMin] += ": " + clip(shown, 70)
+	}
+	return r
+}
+
 // changeSteps are the steps that only changed this one file (an edit, a
 // write, a revert, a delete) and succeeded.
 func changeSteps(m *model, f *fileState) []*step {
+	return m.stepsOnBy(f, &f.onlyChanged, changedOnly)
+}
+
+// changedOnly filters the steps on one file for changeSteps.
+func changedOnly(m *model, f *fileState, steps []*step) []*step {
 	var out []*step
-	for _, s := range m.stepsOn(f) {
+	for _, s := range steps {
 		if !s.f.call.kind.changes() || s.f.call.kind == kindMutate || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -332,8 +365,13 @@ func changeSteps(m *model, f *fileState) []*step {
 
 // viewSteps are the steps that only read a file.
 func viewSteps(m *model, f *fileState) []*step {
+	return m.stepsOnBy(f, &f.onlyRead, readOnly)
+}
+
+// readOnly filters the steps on one file for viewSteps.
+func readOnly(m *model, f *fileState, steps []*step) []*step {
 	var out []*step
-	for _, s := range m.stepsOn(f) {
+	for _, s := range steps {
 		if s.f.call.kind != kindView || s.failed || len(s.files) != 1 {
 			continue
 		}
@@ -913,30 +951,22 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	m := l.m
 	// Runs of one command whose outcomes differ are the evidence of what
 	// changed in between (a bug reproduced, then fixed).
-	outcomes := map[string]map[string]bool{}
-	for _, s := range m.steps {
-		if k := s.f.call.kind; k == kindRun || k == kindTest {
-			if outcomes[s.f.call.label] == nil {
-				outcomes[s.f.call.label] = map[string]bool{}
-			}
-			outcomes[s.f.call.label][outcomeKey(s)] = true
-		}
-	}
-	told := map[*step]bool{}
+	outcomes := m.runOutcomes()
+	told := make([]bool, len(m.steps)) // by step
 	for _, it := range l.items {
 		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
 			for _, s := range it.steps {
-				told[s] = true
+				told[s.n] = true
 			}
 		}
 	}
 	var rest []*step
 	for _, s := range m.steps {
-		if !told[s] {
+		if !told[s.n] {
 			rest = append(rest, s)
 		}
 	}
-	for _, g := range groupSteps(rest) {
+	for _, g := range m.stepGroups(rest) {
 		s := g.last()
 		k := s.f.call.kind
 		p := baseImportance[k] + 4*recency(s.n)
@@ -963,19 +993,36 @@ func (l *layout) buildSteps(recency func(int) float64) {
 		case s.f.out.empty && !s.failed && (k == kindRun || k == kindOther):
 			p -= 1.5 // "ok, no output" tells little
 		}
-		it := &item{sec: secSteps, prio: p, order: float64(g.first().n), ids: []string{g.first().id()}, steps: g.steps}
-		it.texts = m.groupTexts(g)
-		for _, x := range g.steps {
-			it.idents = append(it.idents, stepIdents(x)...)
-		}
-		l.items = append(l.items, it)
+		l.items = append(l.items, m.groupItem(g, p))
 	}
 }
 
+// groupItem returns the item of a group's line at priority p.
+func (m *model) groupItem(g *group, p float64) *item {
+	gl := m.groupLine(g)
+	return gl.item(item{sec: secSteps, prio: p, order: float64(g.first().n), ids: gl.ids, steps: g.steps, texts: gl.texts, idents: gl.idents})
+}
+
+// groupIdents are the identifiers a group's steps carry at full detail.
+func groupIdents(g *group) []string {
+	if len(g.steps) == 1 {
+		return slices.Clip(stepIdents(g.steps[0])) // read only: shared with the step
+	}
+	var out []string
+	for _, x := range g.steps {
+		out = append(out, stepIdents(x)...)
+	}
+	return out
+}
+
 // outcomeKey sums up what a run showed, to compare runs of one command.
+// It is written once per step: what it reads is fixed when the step is.
 func outcomeKey(s *step) string {
-	o := &s.f.out
-	return strconv.FormatBool(s.failed) + "|" + o.errLine + "|" + o.tests + "|" + strings.Join(o.short, "\n") + "|" + lastMeaningful(o.lines)
+	if s.outcome == "" {
+		o := &s.f.out
+		s.outcome = strconv.FormatBool(s.failed) + "|" + o.errLine + "|" + o.tests + "|" + strings.Join(o.short, "\n") + "|" + lastMeaningful(o.lines)
+	}
+	return s.outcome
 }
 
 // stepIdents are the identifiers a step's line carries at full detail.
@@ -990,13 +1037,6 @@ func stepIdents(s *step) []string {
 // resolved it (or that nothing has yet).
 func (l *layout) buildErrors(recency func(int) float64) {
 	m := l.m
-	var byID map[string][]*step // a message's calls
-	if len(m.errors) > 0 {
-		byID = make(map[string][]*step, len(m.steps))
-		for _, st := range m.steps {
-			byID[st.id()] = append(byID[st.id()], st)
-		}
-	}
 	for k, e := range m.errors {
 		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
 		if len(e.ids) > 3 {
@@ -1019,26 +1059,28 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// editor view, a lookup): its step needs no line of its own.
 		var told []*step
 		for _, id := range e.ids {
-			for _, st := range byID[id] {
+			for _, st := range m.callsOf(id) {
 				if k := st.f.call.kind; st.failed && k != kindRun && k != kindTest && k != kindHTTP {
 					told = append(told, st)
 				}
 			}
 		}
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids, steps: told}
-		line := errorText(e.line)
-		it.texts[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status
-		// The error's message is what prevents repeating it: kept whole
-		// unless the room is at its tightest.
-		it.texts[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
-		short := "unresolved"
-		if e.unrelated() {
-			short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
-		}
-		if !e.open() {
-			short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
-		}
-		it.texts[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
+		it.texts = m.errorTexts(e, errorKey{e.line, where, ids, status}, func(t *[levels]string) {
+			line := errorText(e.line)
+			t[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status
+			// The error's message is what prevents repeating it: kept whole
+			// unless the room is at its tightest.
+			t[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
+			short := "unresolved"
+			if e.unrelated() {
+				short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
+			}
+			if !e.open() {
+				short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
+			}
+			t[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
+		})
 		l.items = append(l.items, it)
 	}
 	for _, t := range m.toolErrs {
@@ -1077,16 +1119,19 @@ func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	first := true
 	for k, nt := range m.notes {
-		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + m.weight(nt.text), order: float64(nt.n) + float64(k)/1000, ids: []string{nt.id}}
-		if first && hypothesisRe.MatchString(nt.text) {
+		nl := m.noteLine(k)
+		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids}
+		if first && nl.hypothesis {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
 			it.prio += 3
 			first = false
 		}
-		it.texts[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
-		it.texts[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
-		it.texts[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)
+		it.texts = m.noteTexts(nl, func(t *[levels]string) {
+			t[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
+			t[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
+			t[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)
+		})
 		l.items = append(l.items, it)
 	}
 }
@@ -1292,6 +1337,7 @@ func (l *layout) choose(scale float64) string {
 	for _, it := range l.items {
 		it.level = -1
 	}
+	l.carried = nil
 	used += cost(l.head)
 	// Mandatory items: the user's messages whole unless over their cap.
 	var users []*item
@@ -1322,7 +1368,7 @@ func (l *layout) choose(scale float64) string {
 		}
 	}
 	if len(l.byPrio) != len(opt) {
-		sort.SliceStable(opt, func(i, j int) bool { return opt[i].prio > opt[j].prio })
+		sortByPrio(opt)
 		l.byPrio = opt // the same order at every scale
 	}
 	opt = l.byPrio
@@ -1376,11 +1422,33 @@ func (l *layout) choose(scale float64) string {
 			it.level = -1
 		}
 	}
-	text := l.render(nil)
-	idx := l.index(text, math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
+	idx := l.index(math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
 	omitted := l.omittedText()
 	l.lastIndex, l.lastOmitted = idx, omitted
 	return l.render(&extras{index: idx, omitted: omitted})
+}
+
+// sortByPrio sorts items by priority, highest first, ties in the order
+// given: a stable sort, done as an unstable one on the priority and the
+// position (faster on the thousands of items of a long span).
+func sortByPrio(items []*item) {
+	type ranked struct {
+		it  *item
+		pos int
+	}
+	r := make([]ranked, len(items))
+	for i, it := range items {
+		r[i] = ranked{it, i}
+	}
+	slices.SortFunc(r, func(a, b ranked) int {
+		if c := cmp.Compare(b.it.prio, a.it.prio); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	for i := range r {
+		items[i] = r[i].it
+	}
 }
 
 type extras struct {
@@ -1391,9 +1459,10 @@ type extras struct {
 // render prints the chosen items by section.
 func (l *layout) render(x *extras) string {
 	var b strings.Builder
+	b.Grow(l.rendered)
 	b.WriteString(l.head)
 	bySec := make([][]*item, numSections)
-	for _, it := range l.items {
+	for _, it := range l.printOrder() {
 		if it.level >= 0 {
 			bySec[it.sec] = append(bySec[it.sec], it)
 		}
@@ -1417,7 +1486,6 @@ func (l *layout) render(x *extras) string {
 		if len(items) == 0 {
 			continue
 		}
-		sort.SliceStable(items, func(i, j int) bool { return items[i].order < items[j].order })
 		if inline[sec] {
 			parts := make([]string, len(items))
 			for i, it := range items {
@@ -1428,13 +1496,29 @@ func (l *layout) render(x *extras) string {
 		}
 		b.WriteString("\n" + sectionNames[sec] + ":")
 		for _, it := range items {
-			b.WriteString("\n" + it.text())
+			b.WriteByte('\n')
+			b.WriteString(it.text())
 		}
 	}
 	if l.foot != "" {
 		b.WriteString("\n" + l.foot)
 	}
+	l.rendered = max(l.rendered, b.Len())
 	return b.String()
+}
+
+// printOrder returns the items in the order they print: by section, then
+// by order within it, as listed when orders tie. It is sorted once; the
+// items do not change after build.
+func (l *layout) printOrder() []*item {
+	if len(l.sorted) != len(l.items) {
+		l.sorted = slices.Clone(l.items)
+		sort.SliceStable(l.sorted, func(i, j int) bool {
+			a, b := l.sorted[i], l.sorted[j]
+			return a.sec < b.sec || a.sec == b.sec && a.order < b.order
+		})
+	}
+	return l.sorted
 }
 
 // plainName reports a name from code with no digit, path or dot (want_all,
@@ -1464,7 +1548,7 @@ const indexNote = " (names in the compacted messages; expand_history finds them)
 
 // index lists identifiers the text does not carry, best first, within
 // room tokens.
-func (l *layout) index(text string, room, scale float64) string {
+func (l *layout) index(room, scale float64) string {
 	if room <= 8 {
 		return ""
 	}
@@ -1475,21 +1559,27 @@ func (l *layout) index(text string, room, scale float64) string {
 	// items' identifiers (read once per item and level) are looked up in a
 	// set, and a candidate about to be listed is checked as a substring of
 	// them (a file name inside a path it carries, say).
-	seen := map[string]bool{}
-	var carried strings.Builder
+	carried := map[string]bool{}
+	var carriedB strings.Builder
 	for _, it := range l.items {
 		if it.level < 0 {
 			continue
 		}
 		for _, id := range it.textIdents() {
-			if !seen[id] {
-				seen[id] = true
-				carried.WriteString(id)
-				carried.WriteByte('\n')
+			if !carried[id] {
+				carried[id] = true
+				carriedB.WriteString(id)
+				carriedB.WriteByte('\n')
 			}
 		}
 	}
-	carriedText := carried.String()
+	carriedText := carriedB.String()
+	if l.grams == nil {
+		l.grams = new(gramSet)
+	}
+	l.grams.reset(carriedText)
+	l.carried = carried       // the coverage counts them
+	seen := map[string]bool{} // the candidates tried
 	// Identifiers of lines left out rank higher: they would be lost.
 	bonus := map[string]bool{}
 	var lost []identScore
@@ -1511,7 +1601,8 @@ func (l *layout) index(text string, room, scale float64) string {
 				continue
 			}
 			bonus[id] = true
-			lost = append(lost, identScore{id, l.baseScore[id] + identKindScore(id)*boolF(l.baseScore[id] == 0) + 3})
+			sc, _ := l.score(id)
+			lost = append(lost, identScore{id, sc + identKindScore(id)*boolF(sc == 0) + 3})
 		}
 	}
 	sort.SliceStable(lost, func(i, j int) bool { return lost[i].score > lost[j].score })
@@ -1522,7 +1613,7 @@ func (l *layout) index(text string, room, scale float64) string {
 		// A bare date says nothing without the record it belongs to; a
 		// W3C DTD or namespace is markup boilerplate; a language's literal
 		// (None, True) names nothing of the task.
-		if seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || plainName(c.id) {
+		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || plainName(c.id) {
 			return
 		}
 		seen[c.id] = true
@@ -1531,7 +1622,7 @@ func (l *layout) index(text string, room, scale float64) string {
 			misses++
 			return
 		}
-		if strings.Contains(carriedText, c.id) {
+		if l.grams.mayContain(c.id) && strings.Contains(carriedText, c.id) {
 			return
 		}
 		used += cost
@@ -1559,6 +1650,34 @@ func (l *layout) index(text string, room, scale float64) string {
 	return strings.Join(out, ", ")
 }
 
+// gramSet marks the three-byte sequences of a text, hashed into bits: a
+// string with a sequence not marked is not a substring of the text, which
+// saves a search of it for most index candidates.
+type gramSet [1 << 12]uint64
+
+func gramBit(s string) uint32 {
+	return (uint32(s[0])<<16 | uint32(s[1])<<8 | uint32(s[2])) * 2654435761 >> 14 // 18 bits
+}
+
+// reset marks the sequences of t alone.
+func (g *gramSet) reset(t string) {
+	clear(g[:])
+	for i := 0; i+3 <= len(t); i++ {
+		b := gramBit(t[i:])
+		g[b>>6] |= 1 << (b & 63)
+	}
+}
+
+// mayContain reports false when s is not a substring of the text.
+func (g *gramSet) mayContain(s string) bool {
+	for i := 0; i+3 <= len(s); i++ {
+		if b := gramBit(s[i:]); g[b>>6]&(1<<(b&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // identScore is an index candidate.
 type identScore struct {
 	id    string
@@ -1580,6 +1699,7 @@ func boolF(b bool) float64 {
 func (l *layout) scoreIdents() {
 	m := l.m
 	l.baseScore = map[string]float64{}
+	m.scoring++ // the scores of the span's identifiers are kept with their uses
 	l.msgIDs = map[string]bool{}
 	for _, it := range l.items {
 		for _, id := range it.ids {
@@ -1587,24 +1707,33 @@ func (l *layout) scoreIdents() {
 		}
 	}
 	var order []string
-	add := func(id string, s float64) {
+	add := func(id string, u *identUse, s float64) {
 		if l.msgIDs[id] || isMessageID(id) {
 			return
 		}
-		if _, ok := l.baseScore[id]; !ok {
-			order = append(order, id)
-			l.baseScore[id] = identKindScore(id)
+		if u == nil { // named by the earlier briefing alone
+			v, ok := l.baseScore[id]
+			if !ok {
+				order = append(order, id)
+				v = identKindScore(id)
+			}
+			l.baseScore[id] = v + s
+			return
 		}
-		l.baseScore[id] += s
+		if u.scored != m.scoring {
+			order = append(order, id)
+			u.score, u.scored = u.kindScore(id), m.scoring
+		}
+		u.score += s
 	}
 	if m.prior != nil {
 		for _, id := range m.prior.index {
-			add(id, 4)
+			add(id, m.ids[id], 4)
 		}
 	}
 	n := float64(max(1, len(m.steps)))
-	for _, id := range m.idOrder {
-		u := m.ids[id]
+	for i, id := range m.idOrder {
+		u := m.idUses[i]
 		if ident.IsNumeric(id) && !(u.spoken && u.msgs >= 2) {
 			continue
 		}
@@ -1614,13 +1743,41 @@ func (l *layout) scoreIdents() {
 		}
 		s += math.Min(2, math.Log2(float64(u.msgs)))
 		s += 1.5 * float64(u.last) / n
-		add(id, s)
+		add(id, u, s)
 	}
-	l.ranked = make([]identScore, 0, len(order))
-	for _, id := range order {
-		l.ranked = append(l.ranked, identScore{id, l.baseScore[id]})
+	// Highest first, ties in order: a stable sort, done as an unstable one
+	// on the score and the position (there are thousands).
+	type ranked struct {
+		identScore
+		pos int
 	}
-	sort.SliceStable(l.ranked, func(i, j int) bool { return l.ranked[i].score > l.ranked[j].score })
+	r := make([]ranked, len(order))
+	for i, id := range order {
+		sc, _ := l.score(id)
+		r[i] = ranked{identScore{id, sc}, i}
+	}
+	slices.SortFunc(r, func(a, b ranked) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
+	l.ranked = make([]identScore, len(r))
+	for i := range r {
+		l.ranked[i] = r[i].identScore
+	}
+}
+
+// score returns an index candidate's score, and whether it is one.
+func (l *layout) score(id string) (float64, bool) {
+	if u := l.m.ids[id]; u != nil {
+		if u.scored != l.m.scoring {
+			return 0, false
+		}
+		return u.score, true
+	}
+	s, ok := l.baseScore[id]
+	return s, ok
 }
 
 // identKindScore ranks an identifier by what it names.
@@ -1716,11 +1873,7 @@ func (l *layout) omittedText() string {
 	slices.SortFunc(left, func(a, b *step) int { return a.n - b.n })
 	var parts []string
 	if len(left) > 0 {
-		ids := make([]string, 0, len(left))
-		for _, s := range left {
-			ids = append(ids, s.id())
-		}
-		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(ids, l.m))
+		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(left, l.m))
 	}
 	if len(keys) > 0 {
 		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
@@ -1736,13 +1889,9 @@ func (l *layout) omittedText() string {
 	return strings.Join(parts, "; ") + "."
 }
 
-// idRuns compresses step ids into runs of consecutive steps: "m0041–m0049,
+// idRuns compresses the steps' ids into runs of consecutive steps: "m0041–m0049,
 // m0055".
-func idRuns(ids []string, m *model) string {
-	pos := map[string]int{}
-	for i, s := range m.steps {
-		pos[s.id()] = i
-	}
+func idRuns(steps []*step, m *model) string {
 	var runs []string
 	start, prev := -1, -1
 	flush := func() {
@@ -1754,17 +1903,20 @@ func idRuns(ids []string, m *model) string {
 		} else {
 			runs = append(runs, m.steps[start].id()+"–"+m.steps[prev].lastID())
 		}
+		start = -1
 	}
-	for _, id := range ids {
-		p, ok := pos[id]
-		if !ok {
-			continue
-		}
+	for _, s := range steps {
+		// A step stands for its message's calls: the run goes on from the
+		// last of them.
+		p := m.lastCall(s)
 		if start >= 0 && p == prev+1 {
 			prev = p
 			continue
 		}
 		flush()
+		if len(runs) > 12 {
+			break // the runs past 12 are not named
+		}
 		start, prev = p, p
 	}
 	flush()

@@ -269,7 +269,7 @@ func lastSentences(text string, n int) string {
 
 // countKinds names the kinds of a set of steps: "5 view, 3 search".
 func countKinds(steps []*step) string {
-	counts := map[kind]int{}
+	var counts [256]int // by kind
 	var order []kind
 	for _, s := range steps {
 		k := s.f.call.kind

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 
 	"github.com/briefd/briefd"
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // Warm briefings: a conversation's span grows by a turn between snapshots,
@@ -47,12 +49,27 @@ func (w *Warm) Len() int {
 }
 
 // Bytes approximates the memory w holds beside the messages themselves
-// (its reading of tool outputs is shared with the Cache while cached).
+// (its reading of tool outputs is shared with the Cache while cached),
+// with what the layout keeps in the model between calls: its indexes of
+// the steps and identifiers, and the memoized texts of lines.
 func (w *Warm) Bytes() int {
 	if w == nil {
 		return 0
 	}
-	return w.bytes
+	n := w.bytes
+	if w.m != nil {
+		n += w.m.layoutBytes()
+	}
+	return n
+}
+
+// layoutBytes approximates what the layout keeps in the model between
+// calls: the memoized texts and JSON, and the indexes (a few words per
+// step, identifier or note).
+func (m *model) layoutBytes() int {
+	return m.memoBytes + m.entriesBytes + m.lastEntriesBytes +
+		48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) +
+		160*len(m.notesAt) + 8*len(m.grouped) + 48*len(m.groups)
 }
 
 // Reset empties w.
@@ -205,6 +222,7 @@ type fileUndo struct {
 // back, so that the model stays what reading the messages made it.
 func (m *model) seal() {
 	m.sealed, m.keys, m.undo = true, len(m.fileKeys), nil
+	m.resolvedIDs = nil
 }
 
 func (m *model) unseal() {
@@ -217,6 +235,7 @@ func (m *model) unseal() {
 	}
 	m.fileKeys = m.fileKeys[:m.keys]
 	m.sealed, m.undo = false, nil
+	m.resolvedIDs = nil
 }
 
 // stepsOn returns the steps that touched f alone, in order. The index
@@ -238,17 +257,351 @@ func (m *model) stepsOn(f *fileState) []*step {
 	return m.onFile[f]
 }
 
-// weight is noteWeight(t), computed once per text.
-func (m *model) weight(t string) float64 {
-	w, ok := m.weights[t]
-	if !ok {
-		if m.weights == nil {
-			m.weights = map[string]float64{}
-		}
-		w = noteWeight(t)
-		m.weights[t] = w
+// noteLines is what a note's line reads of the note, kept per note: its
+// weight, whether it is a hypothesis, its ids and texts (written once).
+type noteLines struct {
+	id, text   string
+	weight     float64
+	hypothesis bool
+	ids        []string
+	texts      [levels]string
+}
+
+// noteLine returns the memo of notes[k], made again if the note is not
+// the one it was made from.
+func (m *model) noteLine(k int) *noteLines {
+	nt := m.notes[k]
+	if k < len(m.notesAt) && m.notesAt[k].id == nt.id && m.notesAt[k].text == nt.text {
+		return &m.notesAt[k]
 	}
-	return w
+	nl := noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
+		ids: []string{nt.id}}
+	if k > len(m.notesAt) {
+		return &nl // not kept: the memo is by index, in order
+	}
+	m.notesAt = append(m.notesAt[:k], nl)
+	return &m.notesAt[k]
+}
+
+// noteTexts returns the texts of a note's line, written by write once.
+func (m *model) noteTexts(nl *noteLines, write func(*[levels]string)) [levels]string {
+	if nl.texts[levelFull] == "" {
+		write(&nl.texts)
+		for _, t := range nl.texts {
+			m.memoBytes += len(t)
+		}
+	}
+	return nl.texts
+}
+
+// stepGroups returns groupSteps(rest), regrouping only from where rest
+// departs from the steps grouped last: grouping is a left fold over the
+// steps, so the groups of a common beginning are the same, and a warm
+// model's steps without a line of their own mostly grow at the end. The
+// groups kept are not changed (the one the new steps may join is copied):
+// the lines of earlier layouts hold them.
+func (m *model) stepGroups(rest []*step) []*group {
+	d := 0
+	for d < len(rest) && d < len(m.grouped) && rest[d] == m.grouped[d] {
+		d++
+	}
+	out := make([]*group, 0, len(m.groups)+len(rest)-d)
+	at := 0
+	for _, g := range m.groups {
+		if at+len(g.steps) > d {
+			if at < d {
+				out = append(out, &group{steps: slices.Clone(g.steps[:d-at]), negative: g.negative})
+			}
+			break
+		}
+		out = append(out, g)
+		at += len(g.steps)
+	}
+	if n := len(out); n > 0 && d < len(rest) {
+		last := *out[n-1]
+		last.steps = slices.Clip(last.steps) // an append copies it
+		last.line = nil                      // its steps may change
+		out[n-1] = &last
+	}
+	out = appendGroups(out, rest[d:])
+	m.grouped, m.groups = rest, out
+	return out
+}
+
+// callsOf returns the steps of the message id, in order. The index
+// grows with the steps: a step's message is fixed when read.
+func (m *model) callsOf(id string) []*step {
+	m.indexCalls()
+	return m.byID[id]
+}
+
+// lastCall returns the position of the last step of s's message.
+func (m *model) lastCall(s *step) int {
+	m.indexCalls()
+	return m.lastOf[s.n]
+}
+
+// indexCalls indexes the steps not yet indexed by message, and each
+// step's last step of its message (lastOf).
+func (m *model) indexCalls() {
+	if m.byID == nil {
+		m.byID = map[string][]*step{}
+	}
+	for ; m.byIDN < len(m.steps); m.byIDN++ {
+		s := m.steps[m.byIDN]
+		calls := append(m.byID[s.id()], s)
+		m.byID[s.id()] = calls
+		m.lastOf = append(m.lastOf, s.n)
+		for _, c := range calls {
+			m.lastOf[c.n] = s.n
+		}
+	}
+}
+
+// namedIdents returns the span's identifiers that are not bare numbers,
+// in order, and the tokens an index of them all would take. The list
+// grows with idOrder, which reading only appends to; the sum is taken in
+// the same order, so it is the same float a fresh model's is.
+func (m *model) namedIdents() ([]string, float64) {
+	for ; m.namedN < len(m.idOrder); m.namedN++ {
+		if id := m.idOrder[m.namedN]; !ident.IsNumeric(id) {
+			m.named = append(m.named, id)
+			m.namedNeed += estimate(id + ", ")
+		}
+	}
+	return m.named, m.namedNeed
+}
+
+// runOutcomes returns the outcomes (outcomeKey) of the runs and tests of
+// the span by command. It grows with the steps: a step's outcome is fixed
+// when read.
+func (m *model) runOutcomes() map[string]map[string]bool {
+	if m.outcomes == nil {
+		m.outcomes = map[string]map[string]bool{}
+	}
+	for ; m.outcomesN < len(m.steps); m.outcomesN++ {
+		s := m.steps[m.outcomesN]
+		if k := s.f.call.kind; k == kindRun || k == kindTest {
+			if m.outcomes[s.f.call.label] == nil {
+				m.outcomes[s.f.call.label] = map[string]bool{}
+			}
+			m.outcomes[s.f.call.label][outcomeKey(s)] = true
+		}
+	}
+	return m.outcomes
+}
+
+// missedAt returns the failed steps that found path missing, in order.
+// The index grows with the steps: what a step found is fixed when read.
+func (m *model) missedAt(path string) []*step {
+	if m.missed == nil {
+		m.missed = map[string][]*step{}
+	}
+	for ; m.missedN < len(m.steps); m.missedN++ {
+		s := m.steps[m.missedN]
+		if !s.failed {
+			continue
+		}
+		for i, p := range s.f.out.missing {
+			if !slices.Contains(s.f.out.missing[:i], p) {
+				m.missed[p] = append(m.missed[p], s)
+			}
+		}
+	}
+	return slices.Clip(m.missed[path])
+}
+
+// fileLines are the texts of a changed file's line at every level, and
+// what of the file they were written from.
+type fileLines struct {
+	name, created, deleted, content, outline string
+	lastRun                                  *step
+	react                                    string // lastRun's
+	changes                                  []change
+	undone                                   []undo
+	texts                                    [levels]string
+}
+
+// fileTexts returns write(lv) for every level, the line of a changed file,
+// written again only when what it reads of f has changed (its name and
+// what fileText reads): a warm model keeps its files, and most of them are
+// not touched by the new steps. A rule that makes the line read more of
+// the file must be added to fileLines (TestWarmTouchedAgain and
+// TestWarmWriteIdentity find what it misses).
+func (m *model) fileTexts(f *fileState, write func(lv int) string) [levels]string {
+	name := f.name()
+	if c := f.lines; c != nil && c.name == name && c.matches(f) {
+		return c.texts
+	}
+	c := &fileLines{name: name, created: f.created, deleted: f.deleted, content: f.content, outline: f.outline, lastRun: f.lastRun,
+		changes: slices.Clone(f.changes), undone: slices.Clone(f.undone)}
+	if f.lastRun != nil {
+		c.react = f.lastRun.react
+	}
+	for i := range c.undone {
+		c.undone[i].changes = slices.Clone(c.undone[i].changes)
+	}
+	for lv := range levels {
+		c.texts[lv] = write(lv)
+		m.memoBytes += len(c.texts[lv])
+	}
+	if f.lines != nil {
+		for _, t := range f.lines.texts {
+			m.memoBytes -= len(t)
+		}
+	}
+	f.lines = c
+	return c.texts
+}
+
+func (c *fileLines) matches(f *fileState) bool {
+	if c.created != f.created || c.deleted != f.deleted || c.content != f.content || c.outline != f.outline ||
+		c.lastRun != f.lastRun || f.lastRun != nil && c.react != f.lastRun.react ||
+		!slices.Equal(c.changes, f.changes) || len(c.undone) != len(f.undone) {
+		return false
+	}
+	for i, u := range f.undone {
+		if v := c.undone[i]; v.id != u.id || v.what != u.what || !slices.Equal(v.changes, u.changes) {
+			return false
+		}
+	}
+	return true
+}
+
+// readMemo is the line of a file only read, and what it was written
+// from: the file's name, its views and their reactions.
+type readMemo struct {
+	name   string
+	views  []*step
+	reacts []string
+	lines  readLines
+}
+
+// readTexts returns fileReadTexts(f, views), written again only when the
+// file's name, its views or their reactions have changed. A rule that
+// makes the line read more must be added to readMemo
+// (TestWarmWriteIdentity finds what it misses).
+func (m *model) readTexts(f *fileState, views []*step) readLines {
+	name := f.name()
+	if c := f.read; c != nil && c.name == name && slices.Equal(c.views, views) &&
+		slices.EqualFunc(c.reacts, views, func(r string, s *step) bool { return r == s.react }) {
+		return c.lines
+	}
+	c := &readMemo{name: name, views: slices.Clone(views), reacts: make([]string, len(views)), lines: fileReadTexts(f, views)}
+	for i, s := range views {
+		c.reacts[i] = s.react
+	}
+	for _, t := range c.lines.texts {
+		m.memoBytes += len(t)
+	}
+	m.memoBytes += 24 * len(views)
+	if f.read != nil {
+		for _, t := range f.read.lines.texts {
+			m.memoBytes -= len(t)
+		}
+		m.memoBytes -= 24 * len(f.read.views)
+	}
+	f.read = c
+	return c.lines
+}
+
+// errorKey is what an error's line reads besides the error's message:
+// where it was raised, its messages and its status (which says whether it
+// was resolved, by what, or judged unrelated, and where).
+type errorKey struct {
+	line, where, ids, status string
+}
+
+// errorLines are the texts of an error's line, and what they were written
+// from.
+type errorLines struct {
+	key   errorKey
+	texts [levels]string
+}
+
+// errorTexts returns the texts of e's line, written by write once per
+// key: a warm model keeps its errors, and most of them are not seen again
+// by the new steps. A rule that makes the line read more of the error
+// must be added to errorKey (TestWarmTouchedAgain and
+// TestWarmWriteIdentity find what it misses).
+func (m *model) errorTexts(e *errState, k errorKey, write func(*[levels]string)) [levels]string {
+	if c := e.lines; c != nil && c.key == k {
+		return c.texts
+	}
+	c := &errorLines{key: k}
+	write(&c.texts)
+	for _, t := range c.texts {
+		m.memoBytes += len(t)
+	}
+	if e.lines != nil {
+		for _, t := range e.lines.texts {
+			m.memoBytes -= len(t)
+		}
+	}
+	e.lines = c
+	return c.texts
+}
+
+// stepsOnBy returns filter(m, f, m.stepsOn(f)), kept in *memo and
+// filtering only the steps added since: the steps on a file only grow,
+// and what a filter reads of a step is fixed when the step is read. The
+// slice is clipped, so that an append copies it.
+func (m *model) stepsOnBy(f *fileState, memo **viewMemo, filter func(*model, *fileState, []*step) []*step) []*step {
+	on := m.stepsOn(f)
+	v := *memo
+	if v == nil || v.n > len(on) {
+		v = &viewMemo{}
+		*memo = v
+	}
+	if v.n < len(on) {
+		v.steps = append(v.steps, filter(m, f, on[v.n:])...)
+		m.memoBytes += 8 * (len(on) - v.n)
+		v.n = len(on)
+	}
+	return slices.Clip(v.steps)
+}
+
+// viewMemo is the steps a filter kept of the first n steps on a file.
+type viewMemo struct {
+	n     int
+	steps []*step
+}
+
+// groupLine is what a step group's line reads, kept with the group
+// between layouts: its texts (groupTexts), written again when the last
+// step's reaction arrives or the records in play change, its ids and
+// identifiers, and its item, reused while the texts stand so that the
+// identifiers read from them are kept too.
+type groupLine struct {
+	react       bool
+	recs        int
+	texts       [levels]string
+	ids, idents []string
+	it          item
+}
+
+// groupLine returns g's memo, up to date.
+func (m *model) groupLine(g *group) *groupLine {
+	react := g.last().react != ""
+	gl := g.line
+	if gl == nil {
+		gl = &groupLine{ids: []string{g.first().id()}, idents: groupIdents(g)}
+		g.line = gl
+		m.memoBytes += 256
+	} else if gl.react == react && gl.recs == len(m.records) {
+		return gl
+	}
+	gl.react, gl.recs, gl.texts = react, len(m.records), m.groupTexts(g)
+	gl.it.identsAt = [levels][]string{}
+	return gl
+}
+
+// item sets the memo's item to it, keeping the identifiers read from its
+// texts, and returns it.
+func (gl *groupLine) item(it item) *item {
+	it.identsAt = gl.it.identsAt
+	gl.it = it
+	return &gl.it
 }
 
 // lineKey names a group of steps and what its line reads besides them.
