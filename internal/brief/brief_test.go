@@ -482,6 +482,26 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"3 hits"},
 		},
 		{
+			name: "a listing then a grep in one line: the listing's lines are not the grep's hits",
+			build: func(b *spanBuilder) {
+				b.bash("Look around.", `ls -R | grep ":$" | head -n 3 && grep -r "class BaseConstraint" .`,
+					rc(0, ".:\n./django:\n./docs:\n./django/db/models/constraints.py:class BaseConstraint:\n./tests/constraints/tests.py:class BaseConstraintTests(SimpleTestCase):"))
+			},
+			budget:   700,
+			wanted:   []string{"output of the 2 commands, in order: .: | ./django: | ./docs: | ./django/db/models/constraints.py:class BaseConstraint:"},
+			unwanted: []string{"5 hits"},
+		},
+		{
+			name: "key lines of a changed file are read after its last change",
+			build: func(b *spanBuilder) {
+				b.bash("Read it.", "nl -ba xarray/core/variable.py | sed -n '1948,1952p'", rc(0, "  1950\t            data = PandasIndexAdapter(self._data.array.copy(deep=True))")).
+					say("Line 1950 `data = PandasIndexAdapter(self._data.array.copy(deep=True))` drops the dtype.").
+					bash("Fix it.", "sed -i '1950s/copy(deep=True))/copy(deep=True), dtype=self.dtype)/' xarray/core/variable.py", rc(0, ""))
+			},
+			budget:   900,
+			unwanted: []string{"key lines: `1950"},
+		},
+		{
 			name: "a directory removed and made again by the same line's run is not gone",
 			build: func(b *spanBuilder) {
 				b.bash("Regenerate.", "rm -rf app/migrations && python3 manage.py makemigrations app",

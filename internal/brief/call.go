@@ -86,9 +86,10 @@ type call struct {
 	// builds reports a shell line that runs a build or an interpreter
 	// (buildProgs) among its commands: it checks what was changed.
 	builds bool
-	// searches counts the grep-like commands of a shell line: with more
-	// than one, their outputs follow one another in one result.
-	searches int
+	// searches counts the grep-like commands of a shell line, outputs the
+	// commands whose output reaches the result (not piped into another):
+	// with more than one, their outputs follow one another in one result.
+	searches, outputs int
 	// ranAfterChange reports a shell line that runs, tests or builds
 	// after a command of it changed a file ("cat > x.py <<EOF … EOF;
 	// python x.py", "sed -i … && pytest"): the line checked its change,
@@ -535,6 +536,9 @@ func classifyShell(line string) call {
 			continue
 		}
 		k, ops := classifyCommand(&cmds[i], i > 0 && cmds[i-1].piped)
+		if !cmds[i].piped && (k == kindSearch || k == kindList || k == kindView) {
+			c.outputs++
+		}
 		if p := cmds[i].prog(); k == kindSearch && (p == "grep" || p == "egrep" || p == "fgrep" || p == "rg") && (i == 0 || !cmds[i-1].piped) {
 			// A grep fed by a pipe filters the one before: not a search
 			// of its own.

@@ -311,7 +311,7 @@ func searchText(s *step, level int) string {
 	if n == 0 {
 		return "no match"
 	}
-	if s.f.call.searches > 1 {
+	if c := &s.f.call; c.searches > 1 || c.outputs > 1 {
 		// Several searches in one line: their outputs follow one another
 		// (with any "|| echo" fallback), and a count or a list of line
 		// numbers would credit every hit to the first pattern.
@@ -322,7 +322,11 @@ func searchText(s *step, level int) string {
 			}
 		}
 		max := []int{8, 4, 2}[level]
-		t := "output of the " + strconv.Itoa(s.f.call.searches) + " searches, in order: " + strings.Join(headLines(lines, max), " | ")
+		what := strconv.Itoa(s.f.call.searches) + " searches"
+		if s.f.call.outputs > s.f.call.searches {
+			what = strconv.Itoa(s.f.call.outputs) + " commands"
+		}
+		t := "output of the " + what + ", in order: " + strings.Join(headLines(lines, max), " | ")
 		if len(lines) > max {
 			t += " | … (" + strconv.Itoa(len(lines)) + " lines)"
 		}

@@ -248,6 +248,9 @@ type model struct {
 	// (see stepsOn).
 	onFile  map[*fileState][]*step
 	onFileN int
+	// stepN maps the messages of steps[:stepNN] to their steps' order.
+	stepN  map[string]int
+	stepNN int
 	// entries and lastEntries memoize the JSON of the record's entries of
 	// this Write and the last (see entryJSON).
 	entries, lastEntries           map[entryMemoKey][]byte

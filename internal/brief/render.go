@@ -291,11 +291,34 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
 		it.texts = m.fileTexts(f, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv) })
-		if notable := fileNotable(views, 2); len(notable) > 0 {
+		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 {
 			it.texts[levelFull] += "; key lines: " + quoteAll(notable)
 		}
 		l.items = append(l.items, it)
 	}
+}
+
+// viewsSinceChange are the views of a changed file after its last change:
+// lines read before it may no longer be there.
+func (m *model) viewsSinceChange(f *fileState, views []*step) []*step {
+	last := ""
+	switch {
+	case len(f.undone) > 0 && (len(f.changes) == 0 || m.stepAt(f.undone[len(f.undone)-1].id) > m.stepAt(f.changes[len(f.changes)-1].id)):
+		last = f.undone[len(f.undone)-1].id
+	case len(f.changes) > 0:
+		last = f.changes[len(f.changes)-1].id
+	default:
+		last = f.created
+	}
+	if last == "" {
+		return views
+	}
+	n := m.stepAt(last)
+	i := 0
+	for i < len(views) && views[i].n <= n {
+		i++
+	}
+	return views[i:]
 }
 
 // readLines are the texts of the line of a file only read, and what

@@ -238,6 +238,25 @@ func (m *model) unseal() {
 	m.resolvedIDs = nil
 }
 
+// stepAt returns the order of the step a message called, or -1. The
+// index grows with the steps, as stepsOn's does.
+func (m *model) stepAt(id string) int {
+	if m.stepN == nil {
+		m.stepN = map[string]int{}
+	}
+	for ; m.stepNN < len(m.steps); m.stepNN++ {
+		s := m.steps[m.stepNN]
+		if _, ok := m.stepN[s.id()]; !ok {
+			m.stepN[s.id()] = s.n
+			m.memoBytes += 48
+		}
+	}
+	if n, ok := m.stepN[id]; ok {
+		return n
+	}
+	return -1
+}
+
 // stepsOn returns the steps that touched f alone, in order. The index
 // grows with the steps: a step's one path names the same file state for
 // good (the path it recorded is a key of files, which never changes).
