@@ -183,6 +183,20 @@ func TestHandOffRules(t *testing.T) {
 				"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE:\n- nothing changed yet"},
 		},
 		{
+			name: "the profile the user named outranks the newer records of a search",
+			build: func(b *spanBuilder) {
+				b.user("My user ID is aarav_ahmed_6699. I want a flight from JFK to SFO on May 24th; I'll pay with my card ending in 7334. "+strings.Repeat("I really need this settled today. ", 12)).
+					step("", "get_user_details", `{"user_id":"aarav_ahmed_6699"}`, `{"payment_methods": {"credit_card_9074831": {"source": "credit_card", "brand": "mastercard", "last_four": "7334", "id": "credit_card_9074831"}}, "membership": "silver", "dob": "1981-05-26"}`)
+				for i := range 9 {
+					b.step("", "search_direct_flight", fmt.Sprintf(`{"origin":"JFK","destination":"SFO","date":"2024-05-1%d"}`, i+1),
+						fmt.Sprintf(`[{"flight_number": "HAT%03d", "origin": "JFK", "destination": "SFO", "status": "available", "available_seats": {"basic_economy": %d, "economy": 1%d, "business": 2%d}, "prices": {"basic_economy": %d3, "economy": 1%d3, "business": 2%d5}, "scheduled_departure_time_est": "1%d:00:00", "scheduled_arrival_time_est": "2%d:00:00"}]`, 100+i, i, i, i, 5+i%4, i, i, i, i%4))
+				}
+			},
+			budget:   600,
+			wanted:   []string{"aarav_ahmed_6699 [m0004]:", "credit_card_9074831 (mastercard 7334)"},
+			unwanted: []string{"HAT100 [m0006]"}, // the oldest search gives way
+		},
+		{
 			name: "an intention carried out is not the next step",
 			build: func(b *spanBuilder) {
 				b.bash("Now I will run the reproduction script again to verify the fix.", "python reproduce_issue.py", rc(0, "Form is valid"))

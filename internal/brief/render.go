@@ -910,8 +910,9 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 	case m.userSaid(r.id):
 		// The record the user named (their profile, the reservation they
 		// gave): what the conversation is about, and where the ids later
-		// calls take (payment methods, reservations) come from.
-		it.prio += 1.5
+		// calls take (payment methods, reservations) come from: it
+		// outranks the newer records of a search.
+		it.prio += 2.5
 	case m.usedLater(r):
 		it.prio += 1.25 // a later call acted on it: it is in play
 	}
