@@ -59,10 +59,13 @@ const (
 // by an ASCII letter: the pre-tokenizer of both encodings always ends a
 // piece there (no pattern takes a newline before letters), so the sum of
 // the chunks' counts is exactly the text's count, and an edited text only
-// re-tokenizes the chunks that changed.
+// re-tokenizes the chunks that changed. The target is a few lines of a
+// briefing: a warm briefing writer counts texts of ~170 KB that differ from
+// the last ones in scattered lines, and each changed line costs its whole
+// chunk (at 1 KB, ~30 KB re-encoded per briefing at 1M tokens).
 const (
-	chunkTarget = 1024 // cut at the first safe point after this many bytes
-	chunkMin    = 32   // texts shorter than this are not cached
+	chunkTarget = 256 // cut at the first safe point after this many bytes
+	chunkMin    = 32  // texts shorter than this are not cached
 )
 
 // TokenCounter counts tokens exactly as tiktoken does, with one encoding
