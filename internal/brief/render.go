@@ -1430,18 +1430,21 @@ func (l *layout) choose(scale float64) string {
 
 // sortByPrio sorts items by priority, highest first, ties in the order
 // given: a stable sort, done as an unstable one on the priority and the
-// position (faster on the thousands of items of a long span).
+// position (faster on the thousands of items of a long span). The
+// priority is copied beside the position so that a comparison does not
+// load two items.
 func sortByPrio(items []*item) {
 	type ranked struct {
-		it  *item
-		pos int
+		prio float64
+		pos  int
+		it   *item
 	}
 	r := make([]ranked, len(items))
 	for i, it := range items {
-		r[i] = ranked{it, i}
+		r[i] = ranked{it.prio, i, it}
 	}
 	slices.SortFunc(r, func(a, b ranked) int {
-		if c := cmp.Compare(b.it.prio, a.it.prio); c != 0 {
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.pos, b.pos)
