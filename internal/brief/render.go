@@ -1267,7 +1267,8 @@ func (l *layout) fit() (string, int) {
 	for attempt := 0; attempt < 7; attempt++ {
 		text := l.choose(s)
 		lastScale = s
-		n := l.count(briefd.WrapBriefing(text))
+		wrapped := briefd.WrapBriefing(text) // counted, and estimated on the first attempt
+		n := l.count(wrapped)
 		if n <= l.budget && prevFit >= 0 && n-prevFit < l.budget/50 {
 			// More room no longer buys more text: everything is in.
 			if n > bestN {
@@ -1297,7 +1298,7 @@ func (l *layout) fit() (string, int) {
 		next := s * float64(n) / float64(l.budget)
 		switch {
 		case attempt == 0:
-			next = float64(n) / estimate(briefd.WrapBriefing(text))
+			next = float64(n) / estimate(wrapped)
 			if n > l.budget {
 				next = math.Max(next, s*1.01)
 			}
