@@ -138,8 +138,9 @@ type layout struct {
 	// users are the items of the span's user messages, in order.
 	users []*item
 	// carried is the identifiers of the items the last choice shows, when
-	// its index was made.
-	carried map[string]bool
+	// its index was made, each once: a slice, which the coverage ranges
+	// over faster than the set index checks.
+	carried []string
 	// grams filters the index candidates checked against the carried
 	// identifiers (see gramSet).
 	grams *gramSet
@@ -1564,6 +1565,7 @@ func (l *layout) index(room, scale float64) string {
 	// set, and a candidate about to be listed is checked as a substring of
 	// them (a file name inside a path it carries, say).
 	carried := map[string]bool{}
+	var carriedIDs []string
 	var carriedB strings.Builder
 	for _, it := range l.items {
 		if it.level < 0 {
@@ -1572,6 +1574,7 @@ func (l *layout) index(room, scale float64) string {
 		for _, id := range it.textIdents() {
 			if !carried[id] {
 				carried[id] = true
+				carriedIDs = append(carriedIDs, id)
 				carriedB.WriteString(id)
 				carriedB.WriteByte('\n')
 			}
@@ -1582,7 +1585,7 @@ func (l *layout) index(room, scale float64) string {
 		l.grams = new(gramSet)
 	}
 	l.grams.reset(carriedText)
-	l.carried = carried       // the coverage counts them
+	l.carried = carriedIDs    // the coverage counts them
 	seen := map[string]bool{} // the candidates tried
 	// Identifiers of lines left out rank higher: they would be lost.
 	bonus := map[string]bool{}
