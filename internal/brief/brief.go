@@ -334,7 +334,7 @@ func (l *layout) coverage(text string) Coverage {
 		}
 	}
 	if l.carried != nil {
-		for id := range l.carried {
+		for _, id := range l.carried {
 			kept(id)
 		}
 	} else {

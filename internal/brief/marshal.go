@@ -110,7 +110,9 @@ func (m *model) entryJSON(e *Entry) ([]byte, error) {
 		}
 	}
 	if m.entries == nil {
-		m.entries = map[entryMemoKey][]byte{}
+		// A Write marshals about as many entries as the last one: sized
+		// so, the map is not grown and rehashed through its thousands.
+		m.entries = make(map[entryMemoKey][]byte, len(m.lastEntries))
 	}
 	m.entries[k] = b
 	m.entriesBytes += 64 + len(k.ids) + len(b) // the key and text are shared with the lines

@@ -138,8 +138,9 @@ type layout struct {
 	// users are the items of the span's user messages, in order.
 	users []*item
 	// carried is the identifiers of the items the last choice shows, when
-	// its index was made.
-	carried map[string]bool
+	// its index was made, each once: a slice, which the coverage ranges
+	// over faster than the set index checks.
+	carried []string
 	// grams filters the index candidates checked against the carried
 	// identifiers (see gramSet).
 	grams *gramSet
@@ -1291,7 +1292,8 @@ func (l *layout) fit() (string, int) {
 	for attempt := 0; attempt < 7; attempt++ {
 		text := l.choose(s)
 		lastScale = s
-		n := l.count(briefd.WrapBriefing(text))
+		wrapped := briefd.WrapBriefing(text) // counted, and estimated on the first attempt
+		n := l.count(wrapped)
 		if n <= l.budget && prevFit >= 0 && n-prevFit < l.budget/50 {
 			// More room no longer buys more text: everything is in.
 			if n > bestN {
@@ -1321,7 +1323,7 @@ func (l *layout) fit() (string, int) {
 		next := s * float64(n) / float64(l.budget)
 		switch {
 		case attempt == 0:
-			next = float64(n) / estimate(briefd.WrapBriefing(text))
+			next = float64(n) / estimate(wrapped)
 			if n > l.budget {
 				next = math.Max(next, s*1.01)
 			}
@@ -1454,18 +1456,21 @@ func (l *layout) choose(scale float64) string {
 
 // sortByPrio sorts items by priority, highest first, ties in the order
 // given: a stable sort, done as an unstable one on the priority and the
-// position (faster on the thousands of items of a long span).
+// position (faster on the thousands of items of a long span). The
+// priority is copied beside the position so that a comparison does not
+// load two items.
 func sortByPrio(items []*item) {
 	type ranked struct {
-		it  *item
-		pos int
+		prio float64
+		pos  int
+		it   *item
 	}
 	r := make([]ranked, len(items))
 	for i, it := range items {
-		r[i] = ranked{it, i}
+		r[i] = ranked{it.prio, i, it}
 	}
 	slices.SortFunc(r, func(a, b ranked) int {
-		if c := cmp.Compare(b.it.prio, a.it.prio); c != 0 {
+		if c := cmp.Compare(b.prio, a.prio); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.pos, b.pos)
@@ -1584,6 +1589,7 @@ func (l *layout) index(room, scale float64) string {
 	// set, and a candidate about to be listed is checked as a substring of
 	// them (a file name inside a path it carries, say).
 	carried := map[string]bool{}
+	var carriedIDs []string
 	var carriedB strings.Builder
 	for _, it := range l.items {
 		if it.level < 0 {
@@ -1592,6 +1598,7 @@ func (l *layout) index(room, scale float64) string {
 		for _, id := range it.textIdents() {
 			if !carried[id] {
 				carried[id] = true
+				carriedIDs = append(carriedIDs, id)
 				carriedB.WriteString(id)
 				carriedB.WriteByte('\n')
 			}
@@ -1602,7 +1609,7 @@ func (l *layout) index(room, scale float64) string {
 		l.grams = new(gramSet)
 	}
 	l.grams.reset(carriedText)
-	l.carried = carried       // the coverage counts them
+	l.carried = carriedIDs    // the coverage counts them
 	seen := map[string]bool{} // the candidates tried
 	// Identifiers of lines left out rank higher: they would be lost.
 	bonus := map[string]bool{}

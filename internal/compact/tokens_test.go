@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/briefd/briefd"
 )
@@ -126,10 +127,69 @@ func TestChunkEnd(t *testing.T) {
 		{"no cut before space", long + "\n b", chunkTarget + 3},
 		{"no cut before newline", long + "\n\nb", chunkTarget + 2},
 		{"cut at text end", long + "\n", chunkTarget + 1},
+		{"cut before a list item", long + "\n- b", chunkTarget + 1},
+		{"cut before a digit", long + "\n1.", chunkTarget + 1},
+		{"no cut before slash", long + "\n/b", chunkTarget + 3},
+		{"no cut before quote", long + "\n\"b", chunkTarget + 3},
 	}
 	for _, tt := range tests {
 		if got := chunkEnd(tt.text); got != tt.want {
 			t.Errorf("%s: chunkEnd = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestChunkSplitsAreExact checks the cut chunkEnd makes: for a text ending
+// in a newline and one starting with a byte startsPiece accepts, the count
+// of both is the sum of their counts, in both encodings. Every such cut in
+// the histories is checked on the 48 bytes either side, and every pair of
+// a set of endings and beginnings chosen to tempt the patterns that take
+// newlines (punctuation's trailing newlines, o200k's trailing '/', runs of
+// spaces, contractions, a letter's optional prefix).
+func TestChunkSplitsAreExact(t *testing.T) {
+	t.Parallel()
+	type pair struct{ a, b string }
+	var pairs []pair
+	ends := []string{"\n", "x\n", ".\n", "]\n", "!!\n", "/\n", "'\n", "-\n", " \n", "  \n", "\t\n", "\r\n", "\n\n", "1\n", "é\n", ".\r\n", "a \n", ")\n\n"}
+	begins := []string{"a", "A", "abc", "Ab's", "'s", "-", "--", "- ", "-a", "-A", "- [c0-m0043] x", "-/", "-\n", "-1", "1", "123456", "1/2", "9-", "z/", "s\n"}
+	for _, a := range ends {
+		for _, b := range begins {
+			if startsPiece(b[0]) {
+				pairs = append(pairs, pair{"word" + a, b + " more"}, pair{a, b})
+			}
+		}
+	}
+	for _, h := range loadHistories(t, true) {
+		var sb strings.Builder
+		for _, m := range h.Messages {
+			sb.WriteString(m.Content.String())
+			sb.WriteString("\n")
+			for _, tc := range m.ToolCalls {
+				sb.WriteString(tc.Function.Arguments)
+				sb.WriteString("\n")
+			}
+		}
+		text := sb.String()
+		for p := 1; p < len(text); p++ {
+			if text[p-1] != '\n' || !startsPiece(text[p]) {
+				continue
+			}
+			i, j := max(0, p-48), min(len(text), p+48)
+			for i > 0 && !utf8.RuneStart(text[i]) {
+				i--
+			}
+			for j < len(text) && !utf8.RuneStart(text[j]) {
+				j++
+			}
+			pairs = append(pairs, pair{text[i:p], text[p:j]})
+		}
+	}
+	for _, enc := range []string{EncodingO200K, EncodingCL100K} {
+		c := newCounter(t, enc)
+		for _, p := range pairs {
+			if whole, sum := c.encode(p.a+p.b), c.encode(p.a)+c.encode(p.b); whole != sum {
+				t.Errorf("%s: %q + %q: %d tokens whole, %d cut", enc, p.a, p.b, whole, sum)
+			}
 		}
 	}
 }
