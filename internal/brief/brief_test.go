@@ -516,6 +516,15 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"key lines: `1950"},
 		},
 		{
+			name: "a grep that matched only a binary file did not find nothing",
+			build: func(b *spanBuilder) {
+				b.bash("Search.", `grep -r "This queryset contains a reference" django/db/models`,
+					rc(0, "grep: django/db/models/__pycache__/expressions.cpython-36.pyc: binary file matches"))
+			},
+			budget: 600,
+			wanted: []string{"→ no match in text files; binary files matched: django/db/models/__pycache__/expressions.cpython-36.pyc"},
+		},
+		{
 			name: "a directory removed and made again by the same line's run is not gone",
 			build: func(b *spanBuilder) {
 				b.bash("Regenerate.", "rm -rf app/migrations && python3 manage.py makemigrations app",

@@ -81,7 +81,7 @@ func readNoMatch(s *step) bool {
 		return true
 	}
 	_, n := searchHits(o.lines)
-	return n == 0 && !s.failed
+	return n == 0 && !s.failed && len(binaryMatches(o.lines)) == 0
 }
 
 func sameOutcome(a, b *step) bool {
@@ -309,6 +309,9 @@ func testText(o *output, level int) string {
 func searchText(s *step, level int) string {
 	hits, n := searchHits(s.f.out.lines)
 	if n == 0 {
+		if b := binaryMatches(s.f.out.lines); len(b) > 0 {
+			return "no match in text files; binary files matched: " + strings.Join(headLines(b, 3), ", ") + moreCount(len(b), 3)
+		}
 		return "no match"
 	}
 	if c := &s.f.call; c.searches > 1 || c.outputs > 1 {

@@ -527,6 +527,20 @@ func cmpOr(a, b string) string {
 
 // searchHits reads a search's output as hit lines: "path:line:text",
 // "path:text" or bare paths (find).
+var binaryMatchRe = regexp.MustCompile(`^(?:grep: (\S+): binary file matches|Binary file (\S+) matches)$`)
+
+// binaryMatches are the binary files a grep matched (it prints no line of
+// them): a search that found only those did find something.
+func binaryMatches(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if m := binaryMatchRe.FindStringSubmatch(strings.TrimSpace(l)); m != nil {
+			out = append(out, m[1]+m[2])
+		}
+	}
+	return out
+}
+
 func searchHits(lines []string) (hits []string, n int) {
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
