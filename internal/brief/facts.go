@@ -542,7 +542,7 @@ func outputText(s *step, level int) string {
 	if l := slices.IndexFunc(o.lines, func(l string) bool { return !progressLine(l) }); l > 0 {
 		first = firstMeaningful(o.lines[l:])
 	}
-	if c := &s.f.call; viewProgs[strings.Fields(c.lastHead + " x")[0]] && c.lastHead != "" && (c.builds || c.ranAfterChange) {
+	if c := &s.f.call; viewProgs[lastProg(c)] && (c.builds || c.ranAfterChange) {
 		// "sphinx-build … && cat _build/text/index.txt": the file shown
 		// last is what the line was for; the build's log comes first.
 		first = lastMeaningfulN(o.lines, 3)
@@ -612,6 +612,13 @@ func firstMeaningful(lines []string) string {
 		}
 	}
 	return ""
+}
+
+// lastProg is the program of a shell line's last command ("cat" of "make &&
+// cat out.txt"), or "".
+func lastProg(c *call) string {
+	prog, _, _ := strings.Cut(c.lastHead, " ")
+	return prog
 }
 
 // lastMeaningfulN joins the last n meaningful lines, in order.

@@ -89,15 +89,7 @@ func TestCountChunkedIsExact(t *testing.T) {
 		if i%3 != 0 {
 			continue // a third of the files is enough; keep the test fast
 		}
-		var sb strings.Builder
-		for _, m := range h.Messages {
-			sb.WriteString(m.Content.String())
-			sb.WriteString("\n")
-			for _, tc := range m.ToolCalls {
-				sb.WriteString(tc.Function.Arguments)
-			}
-		}
-		texts = append(texts, sb.String())
+		texts = append(texts, historyText(h))
 	}
 	for _, enc := range []string{EncodingO200K, EncodingCL100K} {
 		c := newCounter(t, enc)
@@ -160,16 +152,7 @@ func TestChunkSplitsAreExact(t *testing.T) {
 		}
 	}
 	for _, h := range loadHistories(t, true) {
-		var sb strings.Builder
-		for _, m := range h.Messages {
-			sb.WriteString(m.Content.String())
-			sb.WriteString("\n")
-			for _, tc := range m.ToolCalls {
-				sb.WriteString(tc.Function.Arguments)
-				sb.WriteString("\n")
-			}
-		}
-		text := sb.String()
+		text := historyText(h)
 		for p := 1; p < len(text); p++ {
 			if text[p-1] != '\n' || !startsPiece(text[p]) {
 				continue
@@ -355,4 +338,19 @@ func TestCompactStopsWhileCounting(t *testing.T) {
 	if err != nil || n != e.Counter().encode(msgs[0].Content.Text)+DefaultPerMessageOverhead {
 		t.Fatalf("count %d, %v", n, err)
 	}
+}
+
+// historyText joins a history's contents and tool-call arguments, a line
+// each: text of every shape the counter meets.
+func historyText(h *briefd.History) string {
+	var sb strings.Builder
+	for _, m := range h.Messages {
+		sb.WriteString(m.Content.String())
+		sb.WriteString("\n")
+		for _, tc := range m.ToolCalls {
+			sb.WriteString(tc.Function.Arguments)
+			sb.WriteString("\n")
+		}
+	}
+	return sb.String()
 }
