@@ -561,7 +561,22 @@ func TestHandOffRules(t *testing.T) {
 					say("Here are the nonstop flights on May 21:\n\n1. **Flight HAT052**\n   - Departure: 03:00 EST\n   - Economy Price: $125\n\n2. **Flight HAT102**\n   - Departure: 21:00 EST\n   - Economy Price: $117\n\nWhich one would you like?")
 			},
 			budget: 600,
-			wanted: []string{"1. Flight HAT052, Departure: 03:00 EST, Economy Price: $125; 2. Flight HAT102, Departure: 21:00 EST, Economy Price: $117 Which one would you like?"},
+			wanted: []string{"1. Flight HAT052: Departure 03:00 EST, Economy Price $125; 2. Flight HAT102: Departure 21:00 EST, Economy Price $117 Which one would you like?"},
+		},
+		{
+			name: "options of options: each told whole, repeated keys given once when room is short, the rest counted",
+			build: func(b *spanBuilder) {
+				opt := func(n int, a, c string) string {
+					return fmt.Sprintf("%d. **Flight Option %d:**\n   - **First Leg:**\n     - Flight Number: %s\n     - Departure: 04:00 AM from DEN\n     - Cabin: Economy ($112), Business ($438)\n   - **Second Leg:**\n     - Flight Number: %s\n     - Departure: 01:00 PM from LAS\n     - Cabin: Economy ($130)\n", n, n, a, c)
+				}
+				b.user("Change my return flight to the quickest one.").
+					say("Here are the one-stop flights:\n\n" + opt(1, "HAT084", "HAT266") + "\n" + opt(2, "HAT229", "HAT266") + "\n" + opt(3, "HAT290", "HAT175") + "\n" + opt(4, "HAT291", "HAT176") + "\n" + opt(5, "HAT292", "HAT177") + "\n" + opt(6, "HAT293", "HAT178") + "\nWhich option would you like?")
+			},
+			budget: 420,
+			wanted: []string{
+				"1. Flight Option 1: First Leg: Flight Number HAT084, Departure 04:00 AM from DEN, Cabin Economy ($112), Business ($438); Second Leg: HAT266, 01:00 PM from LAS, Economy ($130) | 2. Flight Option 2: First Leg: HAT229,",
+				"(+1 more) Which option would you like?",
+			},
 		},
 		{
 			name: "removing a missing file is not the error of a line that fails later",

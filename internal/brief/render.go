@@ -198,9 +198,13 @@ func (l *layout) build(userCap int) {
 	for k, t := range m.stateLines() {
 		l.add(&item{sec: secState, must: true, order: float64(k)}, "- "+t)
 	}
-	next := m.nextText()
+	// A question awaiting the user's answer is quoted whole when there is
+	// room: the options it lists are what the answer refers to.
+	next := m.nextText(nextQuoteFull)
 	if next != "" {
-		l.add(&item{sec: secNext, must: true}, next)
+		it := l.add(&item{sec: secNext, must: true}, next)
+		it.texts[levelShort] = m.nextText(nextQuoteShort)
+		it.texts[levelMin] = it.texts[levelShort]
 	}
 
 	l.buildFiles(recency)
@@ -1188,8 +1192,14 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 		}
 		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
 		text := plainText(t.text)
-		it.texts[levelFull] = "- [" + t.id + "] to the user: " + clip(text, 420)
-		it.texts[levelShort] = "- [" + t.id + "] to the user: " + clip(text, 200)
+		full, short := clip(text, 420), clip(text, 200)
+		if hasList(text) {
+			// Options offered are told item by item, not cut in the
+			// middle of the first.
+			full, short = endingOf(text, 600), endingOf(text, 300)
+		}
+		it.texts[levelFull] = "- [" + t.id + "] to the user: " + full
+		it.texts[levelShort] = "- [" + t.id + "] to the user: " + short
 		// At the least, what it ends on: the question or offer the user
 		// answers next.
 		it.texts[levelMin] = "- [" + t.id + "] to the user: " + endingOf(text, 180)
@@ -1197,16 +1207,19 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 	}
 }
 
+// The next step's quote of a question awaiting the user's answer, whole and
+// short, in bytes.
+const nextQuoteFull, nextQuoteShort = 900, 260
+
 var listItemRe = regexp.MustCompile(`^(\s*)(?:[-*•]|\d+[.)])\s+\S`)
 
 // endingOf is what a message ends on, in at most limit bytes: its last two
-// sentences; when it holds a list, the sentences that open the list, the
-// list's items (each with its sub-items, cut short), and the sentence
-// after it, which is kept whole (the question the user answers next).
+// sentences, or, when it ends on a list (options offered to the user), the
+// sentence that introduces the list, the list told item by item, and what
+// follows it.
 func endingOf(text string, limit int) string {
 	lines := strings.Split(strings.TrimSpace(text), "\n")
 	start, end := -1, -1 // the list's first and last lines
-	var items []string
 	for i, l := range lines {
 		m := listItemRe.FindStringSubmatch(l)
 		if m != nil && len(m[1]) < 2 {
@@ -1214,7 +1227,6 @@ func endingOf(text string, limit int) string {
 				start = i
 			}
 			end = i
-			items = append(items, strings.TrimSpace(l))
 			continue
 		}
 		if start < 0 {
@@ -1222,10 +1234,6 @@ func endingOf(text string, limit int) string {
 		}
 		if t := strings.TrimSpace(l); t == "" || m != nil || strings.HasPrefix(l, "  ") {
 			end = i
-			if t != "" && len(items) > 0 {
-				// A sub-item: told with its item ("1. HAT052: 03:00, $125").
-				items[len(items)-1] += ", " + strings.TrimSpace(strings.TrimLeft(t, "-*• "))
-			}
 			continue
 		}
 		break
@@ -1233,14 +1241,171 @@ func endingOf(text string, limit int) string {
 	if start < 0 {
 		return clip(lastSentences(text, 2), limit)
 	}
-	intro := lastSentences(strings.Join(lines[:start], "\n"), 2)
-	outro := lastSentences(strings.Join(lines[end+1:], "\n"), 1)
-	room := limit - len(intro) - len(outro) - 2
-	per := max(room/len(items), 24)
-	for i, it := range items {
-		items[i] = clip(it, per)
+	// What introduces the list and what follows it take at most a quarter
+	// of the room each: the list is what the answer refers to.
+	intro := clip(lastSentences(strings.Join(lines[:start], "\n"), 2), max(limit/4, 60))
+	outro := clip(lastSentences(strings.Join(lines[end+1:], "\n"), 1), max(limit/4, 60))
+	room := max(limit-len(intro)-len(outro)-2, 40)
+	return clip(strings.TrimSpace(intro+" "+tellList(lines[start:end+1], room)+" "+outro), limit)
+}
+
+// hasList reports whether a text holds a markdown list.
+func hasList(text string) bool {
+	for l := range strings.SplitSeq(text, "\n") {
+		if m := listItemRe.FindStringSubmatch(l); m != nil && len(m[1]) < 2 {
+			return true
+		}
 	}
-	return clip(strings.TrimSpace(intro+" "+clip(strings.Join(items, "; "), max(room, 40))+" "+outro), limit)
+	return false
+}
+
+// listNode is an item of a markdown list and the items nested under it.
+type listNode struct {
+	text   string
+	indent int
+	kids   []*listNode
+}
+
+// parseList reads a markdown list into its items; a line that is not an
+// item continues the item before it.
+func parseList(lines []string) []*listNode {
+	root := &listNode{indent: -1}
+	stack := []*listNode{root}
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		m := listItemRe.FindStringSubmatch(l)
+		if m == nil {
+			if last := stack[len(stack)-1]; last != root {
+				last.text += " " + t
+			}
+			continue
+		}
+		n := &listNode{text: t, indent: len(m[1])}
+		for len(stack) > 1 && stack[len(stack)-1].indent >= n.indent {
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 1 {
+			// A sub-item speaks without its marker; a top item keeps
+			// its number ("2. ...") for the reader to refer to.
+			n.text = strings.TrimSpace(strings.TrimLeft(t, "-*• "))
+		}
+		parent := stack[len(stack)-1]
+		parent.kids = append(parent.kids, n)
+		stack = append(stack, n)
+	}
+	return root.kids
+}
+
+// listKeyRe is a short "Key: value" sub-item ("Departure: 03:00 EST").
+var listKeyRe = regexp.MustCompile(`^([A-Za-z][\w ()/'-]{0,30}?):\s+(\S.*)$`)
+
+// tellList tells a list on one line, in at most room bytes: each item with
+// its sub-items ("1. Flight HAT052: Departure 03:00 EST, Price $125; 2.
+// Flight HAT102: Departure 21:00 EST, Price $117"). When that takes more
+// than half the room, sub-items that repeat the keys of an earlier item's, in the same
+// order, give their values alone ("2. Flight HAT102: 21:00 EST, $117"):
+// the first item shows what they are. Whole items are kept, oldest first;
+// those left out for room are counted.
+func tellList(lines []string, room int) string {
+	items := parseList(lines)
+	keyed, n, cut := tellItems(items, room, tellKeyed)
+	if n == len(items) && len(keyed) <= room/2 {
+		return keyed
+	}
+	best := keyed
+	if bare, m, c := tellItems(items, room, tellBare); m >= n {
+		best, n, cut = bare, m, c
+	}
+	if cut || 2*n < len(items) {
+		// Most items do not fit with their details, or the first alone
+		// is cut: their labels do ("1. Flight HAT052; 2. Flight HAT102").
+		if labels, m, _ := tellItems(items, room, tellLabels); m > n || m == n && cut {
+			return labels
+		}
+	}
+	return best
+}
+
+// How tellItems tells the sub-items of an item.
+const (
+	tellKeyed  = iota // "Key value" each
+	tellBare          // values alone where an earlier item showed the same keys
+	tellLabels        // not at all: the item's own text alone
+)
+
+// tellItems tells as many whole items as room holds, how many, and
+// whether the first had to be cut.
+func tellItems(items []*listNode, room int, mode int) (string, int, bool) {
+	seen := map[string]bool{}
+	var tell func(n *listNode) string
+	tell = func(n *listNode) string {
+		label := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(n.text), ":"))
+		if len(n.kids) == 0 || mode == tellLabels {
+			return label
+		}
+		keys := make([]string, len(n.kids))
+		keyed := 0
+		for i, k := range n.kids {
+			if m := listKeyRe.FindStringSubmatch(k.text); m != nil && len(k.kids) == 0 {
+				keys[i] = m[1]
+				keyed++
+			}
+		}
+		sig := strings.Join(keys, "\x00")
+		bare := mode == tellBare && keyed >= 2 && seen[sig]
+		if keyed >= 2 {
+			seen[sig] = true
+		}
+		parts := make([]string, len(n.kids))
+		sep := ", "
+		for i, k := range n.kids {
+			if len(k.kids) > 0 {
+				sep = "; "
+			}
+			switch m := listKeyRe.FindStringSubmatch(k.text); {
+			case keys[i] != "" && bare:
+				parts[i] = m[2]
+			case keys[i] != "":
+				parts[i] = m[1] + " " + m[2]
+			default:
+				parts[i] = tell(k)
+			}
+		}
+		if label == "" {
+			return strings.Join(parts, sep)
+		}
+		return label + ": " + strings.Join(parts, sep)
+	}
+	sep := "; "
+	for _, it := range items {
+		for _, k := range it.kids {
+			if len(k.kids) > 0 && mode != tellLabels {
+				sep = " | " // items of items of items: a stronger break
+			}
+		}
+	}
+	told := make([]string, 0, len(items))
+	used, cut := 0, false
+	for i, it := range items {
+		t := tell(it)
+		more := ""
+		if i < len(items)-1 {
+			more = " (+" + strconv.Itoa(len(items)-1-i) + " more)"
+		}
+		if used+len(sep)+len(t)+len(more) > room && i > 0 {
+			told[len(told)-1] += " (+" + strconv.Itoa(len(items)-i) + " more)"
+			break
+		}
+		if i == 0 && len(t) > room-len(more) {
+			t, cut = clip(t, room-len(more)), true
+		}
+		told = append(told, t)
+		used += len(sep) + len(t)
+	}
+	return strings.Join(told, sep), len(told), cut
 }
 
 // applyFocus raises the priority of items that mention the focus words.
@@ -1366,7 +1531,7 @@ func (l *layout) choose(scale float64) string {
 	l.carried = nil
 	used += cost(l.head)
 	// Mandatory items: the user's messages whole unless over their cap.
-	var users []*item
+	var users, shorten []*item
 	for _, it := range l.items {
 		if !it.must {
 			continue
@@ -1375,10 +1540,14 @@ func (l *layout) choose(scale float64) string {
 		if it.sec == secUser {
 			users = append(users, it)
 		}
+		if it.sec == secNext {
+			shorten = append(shorten, it)
+		}
 		used += cost(it.text()) + 1
 	}
-	// Shorten the oldest user messages first while over the room.
-	for _, it := range users {
+	// While over the room, shorten the next step's quote, then the oldest
+	// user messages.
+	for _, it := range append(shorten, users...) {
 		if used <= room*0.85 {
 			break
 		}

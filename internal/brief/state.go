@@ -199,14 +199,14 @@ func allNoop(s *step) bool {
 // nextText derives the next step: the unread rest of a list being gone
 // through, an unanswered question to the user, the latest stated intention
 // no call carried out, the one path a last search found, the error still
-// open; else nothing ("").
-func (m *model) nextText() string {
+// open; else nothing (""). A question is quoted in at most quote bytes.
+func (m *model) nextText(quote int) string {
 	if u := m.unread(); len(u) > 0 {
 		l := u[len(u)-1]
 		return "read " + strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
 	}
 	if m.asked != nil && m.asked.n == len(m.steps) {
-		return "the user has not yet answered [" + m.asked.id + "]: \"" + endingOf(plainText(m.asked.text), 260) + "\""
+		return "the user has not yet answered [" + m.asked.id + "]: \"" + endingOf(plainText(m.asked.text), quote) + "\""
 	}
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
