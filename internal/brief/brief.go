@@ -167,7 +167,7 @@ type Entry struct {
 }
 
 var sectionKeys = [numSections]string{"header", "task", "user", "state", "files", "records", "steps", "errors", "notes",
-	"next", "index", "left_out"}
+	"next", "harness", "index", "left_out"}
 
 var sectionByKey = func() map[string]section {
 	m := map[string]section{}

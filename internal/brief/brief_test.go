@@ -163,7 +163,7 @@ func TestHandOffRules(t *testing.T) {
 					user("Please keep the public API unchanged.")
 			},
 			budget: 800,
-			wanted: []string{"harness reminder, not from the user: Please always provide EXACTLY ONE action",
+			wanted: []string{"\nHARNESS (not the user):\n[m0004] Please always provide EXACTLY ONE action",
 				"a tool error in the user role, not a user request: Parameter 'command'",
 				"[m0006] Please keep the public API unchanged."},
 			unwanted: []string{"to the user: Two actions"},
@@ -997,4 +997,19 @@ func TestOneFileSearch(t *testing.T) {
 	d := write(t, b.msgs, 700)
 	mustContain(t, d.Text, "super().update_content(more_content)")
 	mustNotContain(t, d.Text, "in 2+ files")
+}
+
+func TestIndexNoise(t *testing.T) {
+	for id, want := range map[string]bool{
+		"django/db/models/__pycache__/expressions.cpython-36.pyc": true,
+		"x27name":                       true,
+		"x22value":                      true,
+		"django/db/models/sql/query.py": false,
+		"x264":                          false,
+		"HAT247":                        false,
+	} {
+		if got := indexNoise(id); got != want {
+			t.Errorf("indexNoise(%q) = %v, want %v", id, got, want)
+		}
+	}
 }

@@ -142,7 +142,7 @@ func parseText(text string) *prior {
 		if cur < 0 {
 			continue
 		}
-		startsItem := strings.HasPrefix(t, "- ") || cur == secUser && strings.HasPrefix(t, "[")
+		startsItem := strings.HasPrefix(t, "- ") || (cur == secUser || cur == secHarness) && strings.HasPrefix(t, "[")
 		if startsItem || last == nil {
 			e := Entry{Text: t, IDs: cites(t)}
 			if cur == secFiles || cur == secRecords {

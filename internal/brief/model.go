@@ -473,26 +473,41 @@ func (e *errState) open() bool {
 // not as a fix.
 var misfireRe = regexp.MustCompile(`(?i)\b(?:not (?:correctly|properly) (?:placed|applied|inserted)|(?:inserted|placed|put|added) in the wrong place|(?:is|are|became|now) unreachable|(?:fix|change|edit|patch) (?:didn't|did not|doesn't|does not) work|still (?:fails|failing))\b`)
 
-// harnessMark labels a quoted harness reminder in the user section.
+// harnessMark labels a harness reminder that an earlier briefing quoted in
+// its user section (briefings now give them a section of their own).
 const harnessMark = "harness reminder, not from the user: "
 
-// foldHarness takes the harness reminders an earlier briefing quoted out of
-// its user entries, so that each distinct one stays quoted once.
+// foldHarness takes the harness reminders an earlier briefing quoted, in
+// their section or among its user entries, so that each distinct one stays
+// quoted once.
 func (m *model) foldHarness() {
+	var quoted []Entry
 	users := m.prior.entries[secUser][:0]
 	for _, e := range m.prior.entries[secUser] {
-		_, quote, ok := strings.Cut(e.Text, harnessMark)
-		if !ok {
-			users = append(users, e)
+		if _, quote, ok := strings.Cut(e.Text, harnessMark); ok {
+			quoted = append(quoted, Entry{Text: quote, IDs: e.IDs})
 			continue
 		}
-		if i := slices.IndexFunc(m.harness, func(h userMsg) bool { return harnessKey(h.text) == harnessKey(quote) }); i >= 0 {
+		users = append(users, e)
+	}
+	m.prior.entries[secUser] = users
+	for _, e := range m.prior.entries[secHarness] {
+		quote := e.Text
+		if strings.HasPrefix(quote, "[") {
+			if _, rest, ok := strings.Cut(quote, "] "); ok {
+				quote = rest
+			}
+		}
+		quoted = append(quoted, Entry{Text: quote, IDs: e.IDs})
+	}
+	m.prior.entries[secHarness] = nil
+	for _, e := range quoted {
+		if i := slices.IndexFunc(m.harness, func(h userMsg) bool { return harnessKey(h.text) == harnessKey(e.Text) }); i >= 0 {
 			m.harness[i].ids = append(m.harness[i].ids, e.IDs...)
 			continue
 		}
-		m.harness = append(m.harness, userMsg{ids: e.IDs, text: quote, earlier: true})
+		m.harness = append(m.harness, userMsg{ids: e.IDs, text: e.Text, earlier: true})
 	}
-	m.prior.entries[secUser] = users
 }
 
 // taskMentionsWarnings reports whether the pinned task is about a warning,

@@ -35,6 +35,7 @@ const (
 	secErrors
 	secNotes
 	secNext
+	secHarness
 	secIndex
 	secOmitted
 	numSections
@@ -43,7 +44,8 @@ const (
 // sectionNames are the labels a section starts with; the text of a
 // briefing is parsed back by them when it is folded into the next one.
 var sectionNames = [numSections]string{"", "TASK", "USER (verbatim, oldest first)", "STATE", "FILES",
-	"RECORDS", "STEPS AND RESULTS (oldest first)", "ERRORS", "SAID BY THE AGENT", "NEXT", "ALSO SEEN", "LEFT OUT FOR SIZE"}
+	"RECORDS", "STEPS AND RESULTS (oldest first)", "ERRORS", "SAID BY THE AGENT", "NEXT",
+	"HARNESS (not the user)", "ALSO SEEN", "LEFT OUT FOR SIZE"}
 
 // inline sections print their single item on the label's line.
 var inline = [numSections]bool{secTask: true, secNext: true, secIndex: true, secOmitted: true}
@@ -185,11 +187,12 @@ func (l *layout) build(userCap int) {
 	}
 
 	// Harness reminders in the user role: each distinct one quoted once
-	// (its opening, verbatim), marked as not the user's.
+	// (its opening, verbatim), after the next step: they are not the
+	// user's words and say nothing of the task.
 	for k, h := range m.harness {
 		// One quoted by an earlier briefing only competes for room.
-		l.add(&item{sec: secUser, must: !h.earlier, prio: 2, ids: h.ids, order: 1e6 + float64(k)},
-			"["+rangeOf(h.ids)+"] "+harnessMark+quoteHead(h.text, harnessQuote))
+		l.add(&item{sec: secHarness, must: !h.earlier, prio: 2, ids: h.ids, order: float64(k)},
+			"["+rangeOf(h.ids)+"] "+quoteHead(h.text, harnessQuote))
 	}
 
 	// State and next step: always.
@@ -1908,7 +1911,7 @@ func (l *layout) scoreIdents() {
 	}
 	var order []string
 	add := func(id string, u *identUse, s float64) {
-		if l.msgIDs[id] || isMessageID(id) {
+		if l.msgIDs[id] || isMessageID(id) || indexNoise(id) {
 			return
 		}
 		if u == nil { // named by the earlier briefing alone
@@ -1967,6 +1970,15 @@ func (l *layout) scoreIdents() {
 		l.ranked[i] = r[i].identScore
 	}
 }
+
+// indexNoise reports a name no one would look for: a build artifact
+// (__pycache__/x.cpython-36.pyc) or the rest of an escaped quote
+// (\x27name\x27 read as x27name).
+func indexNoise(id string) bool {
+	return strings.Contains(id, "__pycache__") || strings.HasSuffix(id, ".pyc") || escapeRestRe.MatchString(id)
+}
+
+var escapeRestRe = regexp.MustCompile(`^x(?:22|27|5[cC])[A-Za-z_]`)
 
 // score returns an index candidate's score, and whether it is one.
 func (l *layout) score(id string) (float64, bool) {
