@@ -925,12 +925,13 @@ func TestRecordsDigest(t *testing.T) {
 }
 
 func TestIndexLeavesOutNoise(t *testing.T) {
-	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g", "setup_loader/p", "utf-8", "iso-8859-1", "latin-1"} {
+	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g", "setup_loader/p", "utf-8", "iso-8859-1", "latin-1",
+		"django/db/models/__pycache__/expressions.cpython-36.pyc", "x27name", "x22value"} {
 		if !plainName(id) {
 			t.Errorf("%q would be listed", id)
 		}
 	}
-	for _, id := range []string{"sphinx/ext/autodoc/directive.py", "SyntaxError", "HAT052", "FUN_0040114c", "python3.11", "1271", "sys.stderr"} {
+	for _, id := range []string{"sphinx/ext/autodoc/directive.py", "SyntaxError", "HAT052", "FUN_0040114c", "python3.11", "1271", "sys.stderr", "x264", "django/db/models/query.py"} {
 		if plainName(id) {
 			t.Errorf("%q would be left out", id)
 		}
@@ -999,17 +1000,31 @@ func TestOneFileSearch(t *testing.T) {
 	mustNotContain(t, d.Text, "in 2+ files")
 }
 
-func TestIndexNoise(t *testing.T) {
-	for id, want := range map[string]bool{
-		"django/db/models/__pycache__/expressions.cpython-36.pyc": true,
-		"x27name":                       true,
-		"x22value":                      true,
-		"django/db/models/sql/query.py": false,
-		"x264":                          false,
-		"HAT247":                        false,
-	} {
-		if got := indexNoise(id); got != want {
-			t.Errorf("indexNoise(%q) = %v, want %v", id, got, want)
+// A harness reminder quoted by an earlier briefing, in its own section or
+// (older briefings) among the user's lines, is quoted once when it comes
+// again.
+func TestHarnessFoldedOnce(t *testing.T) {
+	count := counter(t)
+	const reminder = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
+	older := "Covers m0003–m0005 (3 messages, 0 tool calls); [mNNNN] = source message.\nUSER (verbatim, oldest first):\n[m0004] harness reminder, not from the user: " + reminder + "\nSTATE:\n- nothing edited yet (no file changed)"
+	var b spanBuilder
+	b.say("Two actions.").user(reminder)
+	first := write(t, b.msgs, 600)
+	for name, prevText := range map[string]string{"own section": first.Text, "older format": older} {
+		prev := &briefd.Briefing{BoundaryID: "m0010", Text: prevText}
+		var c spanBuilder
+		c.n = 10
+		c.say("Two actions again.").user(reminder)
+		span := append([]briefd.Message{briefd.BriefingMessage(prev)}, c.msgs...)
+		d, err := Write(context.Background(), Input{Span: span, BudgetTokens: 600, CountTokens: count})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(d.Text, reminder); n != 1 {
+			t.Errorf("%s: the reminder is quoted %d times:\n%s", name, n, d.Text)
+		}
+		if !strings.Contains(d.Text, "HARNESS (not the user):\n[") || strings.Contains(d.Text, "harness reminder, not from the user") {
+			t.Errorf("%s: the reminder is not in its own section:\n%s", name, d.Text)
 		}
 	}
 }

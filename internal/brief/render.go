@@ -1735,8 +1735,9 @@ func plainName(id string) bool {
 // noiseRe matches tokens that look like identifiers and name nothing a
 // reader could act on: CSS lengths and durations (1280px, 0.3s), a
 // decompiler's automatic names (uVar5, local_1c, LAB_004018c7), sed
-// scripts (/DEBUG/d, s/a/b/g).
-var noiseRe = regexp.MustCompile(`^(?:\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gdp]|(?i:utf-?(?:8|16|32)|latin-?1|iso-?8859-\d+|ascii|cp\d{3,4}))$`)
+// scripts (/DEBUG/d, s/a/b/g), build artifacts (__pycache__/x.pyc), the
+// rest of an escaped quote (\x27name read as x27name).
+var noiseRe = regexp.MustCompile(`^(?:.*__pycache__.*|.*\.pyc|x(?:22|27|5[cC])[A-Za-z_]\w*|\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gdp]|(?i:utf-?(?:8|16|32)|latin-?1|iso-?8859-\d+|ascii|cp\d{3,4}))$`)
 
 // languageWords are literals and built-in names of common languages.
 var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,
@@ -1911,7 +1912,7 @@ func (l *layout) scoreIdents() {
 	}
 	var order []string
 	add := func(id string, u *identUse, s float64) {
-		if l.msgIDs[id] || isMessageID(id) || indexNoise(id) {
+		if l.msgIDs[id] || isMessageID(id) {
 			return
 		}
 		if u == nil { // named by the earlier briefing alone
@@ -1970,15 +1971,6 @@ func (l *layout) scoreIdents() {
 		l.ranked[i] = r[i].identScore
 	}
 }
-
-// indexNoise reports a name no one would look for: a build artifact
-// (__pycache__/x.cpython-36.pyc) or the rest of an escaped quote
-// (\x27name\x27 read as x27name).
-func indexNoise(id string) bool {
-	return strings.Contains(id, "__pycache__") || strings.HasSuffix(id, ".pyc") || escapeRestRe.MatchString(id)
-}
-
-var escapeRestRe = regexp.MustCompile(`^x(?:22|27|5[cC])[A-Za-z_]`)
 
 // score returns an index candidate's score, and whether it is one.
 func (l *layout) score(id string) (float64, bool) {
