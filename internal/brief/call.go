@@ -73,6 +73,7 @@ type call struct {
 	tool   string
 	kind   kind
 	label  string // the command or arguments, one line, clipped
+	short  string // an API call by its argument values, when label would be cut
 	target string // what it acted on: a path, a URL, a record id, a script
 	ops    []fileOp
 	args   map[string]string // scalar arguments of an API tool
@@ -213,6 +214,7 @@ func classifyAPI(name string, args map[string]any, raw string) call {
 		c.kind = kindFinish
 	}
 	c.label = name + "(" + argLabel(args, raw) + ")"
+	c.short = name + "(" + argValues(args, raw) + ")"
 	c.target = primaryArg(args)
 	return c
 }
@@ -245,19 +247,14 @@ func scalarString(v any) string {
 	return ""
 }
 
-// argLabel renders API arguments as k=v pairs in key order, nested values
-// condensed.
+// argLabel renders API arguments as k=v pairs in the order the call wrote
+// them (origin before destination), nested values condensed.
 func argLabel(a map[string]any, raw string) string {
 	if a == nil {
 		return clip(raw, 160)
 	}
-	keys := make([]string, 0, len(a))
-	for k := range a {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range argKeys(a, raw) {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
@@ -266,6 +263,49 @@ func argLabel(a map[string]any, raw string) string {
 		b.WriteString(condenseValue(a[k], 1))
 	}
 	return clip(b.String(), 240)
+}
+
+// argValues renders API arguments by their values alone, in the call's
+// order ("JFK, SFO, 2024-05-24"): the short form of a call when its k=v
+// label would be cut.
+func argValues(a map[string]any, raw string) string {
+	vals := make([]string, 0, len(a))
+	for _, k := range argKeys(a, raw) {
+		vals = append(vals, condenseValue(a[k], 1))
+	}
+	return clip(strings.Join(vals, ", "), 160)
+}
+
+// argKeys are the keys of a call's arguments in the order its JSON wrote
+// them, or sorted when that cannot be read.
+func argKeys(a map[string]any, raw string) []string {
+	keys := make([]string, 0, len(a))
+	dec := json.NewDecoder(strings.NewReader(raw))
+	if t, err := dec.Token(); err == nil && t == json.Delim('{') {
+		for dec.More() {
+			t, err := dec.Token()
+			k, ok := t.(string)
+			if err != nil || !ok {
+				break
+			}
+			if _, in := a[k]; in && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				break
+			}
+		}
+	}
+	if len(keys) == len(a) {
+		return keys
+	}
+	keys = keys[:0]
+	for k := range a {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // primaryArg is the argument that names the object a call acts on: an
@@ -735,22 +775,51 @@ func pipedRange(c *shellCmd) string {
 	return ""
 }
 
-// shellLabel is a command line for display: the first line, with a leading
-// "cd DIR &&" dropped, and a here-document shown by its first line only.
+// shellLabel is a command line for display: a leading "cd DIR &&" (or a
+// first line "cd DIR") dropped; a script of a few short lines joined by
+// "; "; a longer one, or a here-document, shown by its first line.
 func shellLabel(line string) string {
 	s := strings.TrimSpace(line)
 	for strings.HasPrefix(s, "cd ") {
 		i := strings.Index(s, "&&")
+		if nl := strings.IndexByte(s, '\n'); nl >= 0 && (i < 0 || nl < i) && !strings.ContainsAny(s[:nl], ";|") {
+			s = strings.TrimSpace(s[nl+1:])
+			continue
+		}
 		if i < 0 {
 			break
 		}
 		s = strings.TrimSpace(s[i+2:])
 	}
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		rest := strings.Count(s[i:], "\n")
-		s = strings.TrimSpace(s[:i]) + " …(" + plural(rest, "more line") + ")"
+	i := strings.IndexByte(s, '\n')
+	if i < 0 {
+		return s
 	}
-	return s
+	if !strings.Contains(s, "<<") {
+		var b strings.Builder
+		for l := range strings.SplitSeq(s, "\n") {
+			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			switch prev := b.String(); {
+			case prev == "":
+			case strings.HasSuffix(prev, "\\"):
+				b.Reset()
+				b.WriteString(strings.TrimRight(strings.TrimSuffix(prev, "\\"), " "))
+				b.WriteByte(' ')
+			case strings.HasSuffix(prev, "&&") || strings.HasSuffix(prev, "||") || strings.HasSuffix(prev, "|"):
+				b.WriteByte(' ')
+			default:
+				b.WriteString("; ")
+			}
+			b.WriteString(l)
+		}
+		if b.Len() <= 160 {
+			return b.String()
+		}
+	}
+	rest := strings.Count(s[i:], "\n")
+	return strings.TrimSpace(s[:i]) + " …(" + plural(rest, "more line") + ")"
 }
 
 // commandHead is the program and first operand of a line, to tell retries

@@ -150,6 +150,9 @@ func callText(s *step, max int) string {
 	if c.kind == kindThink {
 		l = "think"
 	}
+	if len(l) > max && c.short != "" {
+		l = c.short
+	}
 	return clip(l, max)
 }
 

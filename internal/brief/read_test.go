@@ -174,3 +174,28 @@ func TestClipNeverCutsAnIdentifier(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 }
+
+func TestShellLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"cd /repo && pytest -q": "pytest -q",
+		"cd reproduction\nsphinx-build -b text . _build/text\ncat _build/text/index.txt": "sphinx-build -b text . _build/text; cat _build/text/index.txt",
+		"python -m pytest \\\n  tests/test_a.py &&\n  echo done":                         "python -m pytest tests/test_a.py && echo done",
+		"cat <<'EOF' > x.py\nprint(1)\nEOF\npython x.py":                                 "cat <<'EOF' > x.py …(3 more lines)",
+		"# comment\nls -la": "ls -la",
+	} {
+		if got := shellLabel(in); got != want {
+			t.Errorf("shellLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestAPICallLabel(t *testing.T) {
+	c := classifyCall("search_onestop_flight", `{"origin": "JFK", "destination": "SFO", "date": "2024-05-24"}`)
+	if want := "search_onestop_flight(origin=JFK, destination=SFO, date=2024-05-24)"; c.label != want {
+		t.Errorf("label %q, want %q (the call's own order)", c.label, want)
+	}
+	s := &step{f: &stepFacts{call: c}}
+	if got, want := callText(s, 50), "search_onestop_flight(JFK, SFO, 2024-05-24)"; got != want {
+		t.Errorf("callText at 50 = %q, want %q (values alone rather than cut)", got, want)
+	}
+}
