@@ -494,8 +494,15 @@ func listText(o *output, level int) string {
 			break
 		}
 	}
+	all, deeper := 0, false
 	for _, l := range o.lines {
 		t := strings.TrimSpace(l)
+		if strings.HasSuffix(t, ":") && !strings.Contains(t, " ") && len(entries) > 0 {
+			// ls -R's next directory: the names shown are the top
+			// level's, the count is every entry's.
+			deeper = true
+		}
+		n := len(entries)
 		switch {
 		case t == "" || strings.HasPrefix(t, "total ") || strings.HasSuffix(t, ":") && !strings.Contains(t, " "):
 			// blank lines, totals and ls -R's directory headers
@@ -503,29 +510,60 @@ func listText(o *output, level int) string {
 			if f := strings.Fields(t); len(f) >= 9 {
 				entries = append(entries, strings.Join(f[8:], " "))
 			}
-		case len(o.lines) > 1 && !strings.Contains(t, "  "):
+		case !strings.Contains(t, " "):
 			entries = append(entries, t)
 		default:
 			entries = append(entries, strings.Fields(t)...)
 		}
+		// Build artifacts say nothing of the project.
+		kept := entries[:n]
+		for _, e := range entries[n:] {
+			if !buildArtifact(e) {
+				kept = append(kept, e)
+			}
+		}
+		all += len(entries) - n
+		entries = kept
+		if deeper {
+			entries = entries[:n]
+		}
 	}
-	if len(entries) == 0 {
+	if all == 0 {
 		return "empty"
 	}
-	max := []int{24, 10, 0}[level]
+	count := ""
+	if all > len(entries) || all > 3 {
+		count = " (" + strconv.Itoa(all) + " entries)"
+	}
+	max := []int{16, 10, 0}[level]
 	if max == 0 {
-		if len(entries) <= 3 {
+		if all <= 3 {
 			return clip(strings.Join(entries, " "), 60) // as short as a count
 		}
 		// The names are what a listing shows (is there a CMakeLists.txt, a
 		// build/?): the first ones and the count.
-		return clip(strings.Join(headLines(entries, 12), " "), 110) + " (" + strconv.Itoa(len(entries)) + " entries)"
+		return clip(strings.Join(headLines(entries, 12), " "), 110) + count
 	}
 	t := strings.Join(headLines(entries, max), " ")
 	if len(entries) > max {
-		t += " … (" + strconv.Itoa(len(entries)) + " entries)"
+		t += " …"
 	}
-	return clip(t, []int{300, 140}[level])
+	return clip(t, []int{220, 140}[level]) + count
+}
+
+// buildArtifact reports a listing's entry that a build or an interpreter
+// made: __pycache__, compiled modules and objects.
+func buildArtifact(name string) bool {
+	name = strings.TrimRight(name, "*/@")
+	if name == "__pycache__" {
+		return true
+	}
+	for _, ext := range []string{".pyc", ".pyo", ".so", ".o", ".dylib"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // outputText: a short output whole; else its first line, the lines the
