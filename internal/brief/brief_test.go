@@ -516,6 +516,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"key lines: `1950"},
 		},
 		{
+			name: "key lines of a file read are its code, not its imports",
+			build: func(b *spanBuilder) {
+				b.bash("Read it.", "cat django/contrib/auth/apps.py", rc(0, "from django.apps import AppConfig\nfrom django.db.models.signals import post_migrate\n\nclass AuthConfig(AppConfig):\n    def ready(self):\n        post_migrate.connect(create_permissions)\n        checks.register(check_user_model, checks.Tags.models)\n"+strings.Repeat("        pass\n", 60))).
+					say("So `check_user_model` is registered in `AuthConfig.ready` with `checks.register`, and `post_migrate` creates permissions.")
+			},
+			budget:   900,
+			wanted:   []string{"key lines: `checks.register(check_user_model, checks.Tags.models)`"},
+			unwanted: []string{"`from django"},
+		},
+		{
 			name: "a grep that matched only a binary file did not find nothing",
 			build: func(b *spanBuilder) {
 				b.bash("Search.", `grep -r "This queryset contains a reference" django/db/models`,

@@ -911,6 +911,10 @@ func salient(s *step, n int) []string {
 
 var salientSeed = maphash.MakeSeed()
 
+// boilerLineRe matches a line of a file that is seldom its point: an
+// import, a comment, a docstring's example, after any line number.
+var boilerLineRe = regexp.MustCompile(`^(?:\d+\s*[:|\t ]\s*)?(?:from \S+ import |import |#include|#|//|/?\*|>>>|\.\.\. |"""|\'\'\')`)
+
 func findSalient(s *step, n int) []string {
 	words := s.reactWords
 	nums := s.reactRefs
@@ -938,6 +942,9 @@ func findSalient(s *step, n int) []string {
 		}
 		if m := numberedLineRe.FindStringSubmatch(l); m != nil && nums[m[1]] {
 			score += 3
+		}
+		if score > 0 && boilerLineRe.MatchString(t) {
+			score -= 2 // it names what the code uses, not what it does
 		}
 		if score > 0 {
 			best = append(best, scored{i, score})

@@ -349,7 +349,8 @@ func fileReadTexts(f *fileState, views []*step) readLines {
 		read += "; " + shown
 	}
 	r.texts[levelFull] = "- " + f.name() + ": read " + read
-	if len(notable) > 0 {
+	if len(notable) > 0 && content == "" {
+		// (A file shown whole has no key lines to pick out.)
 		r.texts[levelFull] += "; key lines: " + quoteAll(notable)
 	}
 	r.texts[levelFull] = clip(r.texts[levelFull], 700)
