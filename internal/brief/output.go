@@ -274,6 +274,8 @@ func isCommentLine(t string) bool {
 }
 
 // cleanOutput strips the harness's and the transport's additions.
+var responseMarkRe = regexp.MustCompile(`^-{3,}\s*(?:SERVER RESPONSE|END OF RESPONSE)\s*-{3,}$`)
+
 func cleanOutput(text string, keepWarnings bool) string {
 	s := text
 	if strings.Contains(s, "<returncode>") {
@@ -310,8 +312,12 @@ func cleanOutput(text string, keepWarnings bool) string {
 		case strings.HasPrefix(t, "(Open file:") || strings.HasPrefix(t, "(Current directory:") || t == "bash-$" ||
 			strings.HasPrefix(t, "[Python Interpreter:") || strings.HasPrefix(t, "[Command finished with exit code") ||
 			strings.HasPrefix(t, "[Jupyter current working directory:") || strings.HasPrefix(t, "[Jupyter Python interpreter:") ||
-			strings.HasPrefix(t, "[The command completed with exit code") || strings.HasPrefix(t, "[Current working directory:"):
+			strings.HasPrefix(t, "[The command completed with exit code") || strings.HasPrefix(t, "[Current working directory:") ||
+			strings.HasPrefix(t, "(Interactive session:"):
 			continue
+		case strings.HasPrefix(t, "[x] ") || responseMarkRe.MatchString(t):
+			continue // pwntools' progress lines; SWE-agent's marks around a server's answer
+
 		case strings.HasPrefix(t, "File updated. Please review the changes"):
 			continue
 		case progressRe.MatchString(l) && (strings.Contains(l, "--:--:--") || strings.Contains(l, "% Total") || strings.Contains(l, "Dload")):

@@ -113,6 +113,19 @@ func TestReadOutput(t *testing.T) {
 			t.Fatalf("%+v", o)
 		}
 	})
+	t.Run("an interactive session's answer without the harness around it", func(t *testing.T) {
+		o := readOutput("[x] Opening connection to crypto.chal.csaw.io on port 1337\n[+] Opening connection to crypto.chal.csaw.io on port 1337: Done\n\n-------SERVER RESPONSE-------\n\n Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)\n\n-------END OF RESPONSE-------\n\n(Open file: /x/server.py)\n(Current directory: /x)\n(Interactive session: connect crypto.chal.csaw.io 1337)\nbash-$", false)
+		want := []string{"[+] Opening connection to crypto.chal.csaw.io on port 1337: Done", "Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)"}
+		var got []string
+		for _, l := range o.lines {
+			if l = strings.TrimSpace(l); l != "" {
+				got = append(got, l)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q", got)
+		}
+	})
 	t.Run("curl progress and HTML boilerplate are stripped", func(t *testing.T) {
 		o := readOutput("  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n                                 Dload  Upload   Total   Spent    Left  Speed\n100   293  100   293    0     0  12993      0 --:--:-- --:--:-- --:--:-- 15421\n<!DOCTYPE html>\n<html><head><title>Perl File Upload</title></head><body><form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\"></form>\nYour name is test.</body></html>\n(Open file: n/a)\n(Current directory: /x)\nbash-$", false)
 		if o.title != "Perl File Upload" || !slices.Equal(o.fields, []string{"file"}) {
