@@ -1038,3 +1038,26 @@ func TestHarnessFoldedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A user message that goes on to repeat a pinned message (SWE-agent's
+// standing instructions after the task, which its demonstration also holds)
+// is quoted up to the repeat.
+func TestUserRepeatOfHeadNotQuotedAgain(t *testing.T) {
+	instructions := "INSTRUCTIONS:\nNow, you're going to solve this issue on your own. " + strings.Repeat("Remember, YOU CAN ONLY ENTER ONE COMMAND AT A TIME. ", 12)
+	head := []briefd.Message{
+		{ID: "m0001", Role: briefd.RoleSystem, Content: briefd.Text("You are an autonomous programmer.")},
+		{ID: "m0002", Role: briefd.RoleUser, Content: briefd.Text("Here is a demonstration.\n" + instructions + "\n--- END OF DEMONSTRATION ---")},
+	}
+	task := "We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\nPixel Representation attribute should be optional for pixel data handler.\n\n"
+	var b spanBuilder
+	b.user(task + instructions + "\n(Open file: n/a)\n(Current directory: /pydicom__pydicom)\nbash-$").
+		bash("Reproduce.", "python reproduce_bug.py", rc(1, "AttributeError: PixelRepresentation"))
+	d, err := Write(context.Background(), Input{Head: head, Span: b.msgs, BudgetTokens: 800, CountTokens: counter(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, d.Text, "Pixel Representation attribute should be optional for pixel data handler. […the rest repeats the pinned message m0002 word for word]")
+	if strings.Contains(d.Text, "ONE COMMAND AT A TIME") {
+		t.Errorf("the instructions are quoted again:\n%s", d.Text)
+	}
+}

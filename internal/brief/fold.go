@@ -241,12 +241,15 @@ func (l *layout) buildPrior() {
 			// that did not undo it.
 			if f != nil && len(f.undone) == 0 && !strings.HasPrefix(old, "read ") && !strings.HasPrefix(old, "does not exist") {
 				// Earlier surviving changes, then the new ones.
-				ids := "[" + rangeOf(e.IDs) + "]"
+				earlier := "changed earlier"
+				if len(e.IDs) > 0 {
+					earlier += " [" + rangeOf(e.IDs) + "]"
+				}
 				for lv := range it.texts {
 					if it.texts[lv] == "" {
 						continue
 					}
-					was := "changed earlier " + ids
+					was := earlier
 					if lv == levelFull {
 						was = old
 					}

@@ -51,6 +51,11 @@ func (s *step) lastID() string { return s.ids[len(s.ids)-1] }
 type userMsg struct {
 	ids  []string
 	text string
+	// repeatAt is where the message starts repeating a pinned message word
+	// for word to its end (a harness's standing instructions after the
+	// task), repeatOf that message's id; 0 when it does not.
+	repeatAt int
+	repeatOf string
 	// earlier marks a harness reminder quoted by a folded briefing and
 	// not repeated in the new messages.
 	earlier bool
@@ -559,7 +564,52 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 			return
 		}
 	}
-	m.users = append(m.users, userMsg{ids: []string{msg.ID}, text: t})
+	u := userMsg{ids: []string{msg.ID}, text: t}
+	u.repeatAt, u.repeatOf = repeatsHead(t, m.head)
+	m.users = append(m.users, u)
+}
+
+// repeatsHead finds where a user message starts repeating one of the pinned
+// messages word for word to its end, the harness's status lines aside: a
+// task followed by the standing instructions the harness also put in the
+// first message. It returns the offset, at a line start past the opening
+// eval and readers match the message by, and the pinned message's id; or
+// 0, "".
+func repeatsHead(t string, head []briefd.Message) (int, string) {
+	const keep, least = 120, 400
+	if len(t) < keep+least {
+		return 0, ""
+	}
+	core := t
+	for {
+		i := strings.LastIndexByte(core, '\n')
+		if i < 0 || !harnessStatusLine(strings.TrimSpace(core[i+1:])) {
+			break
+		}
+		core = strings.TrimRight(core[:i], "\n ")
+	}
+	for o := keep; o < len(core)-least; {
+		i := strings.IndexByte(core[o:], '\n')
+		if i < 0 {
+			break
+		}
+		o += i + 1
+		if len(core)-o < least {
+			break
+		}
+		for k := range head {
+			if strings.Contains(head[k].Content.String(), core[o:]) {
+				return o, head[k].ID
+			}
+		}
+	}
+	return 0, ""
+}
+
+// harnessStatusLine reports a line an agent harness appends to what it
+// sends (SWE-agent's open file, directory and prompt).
+func harnessStatusLine(t string) bool {
+	return strings.HasPrefix(t, "(Open file:") || strings.HasPrefix(t, "(Current directory:") || t == "bash-$" || t == ""
 }
 
 // harnessKey tells harness reminders apart by their opening, whitespace

@@ -178,7 +178,11 @@ func (l *layout) build(userCap int) {
 	}
 	for k, u := range m.users {
 		it := &item{sec: secUser, must: true, ids: u.ids, order: float64(k)}
-		text := "[" + strings.Join(u.ids, ", ") + "] " + u.text
+		said := u.text
+		if u.repeatAt > 0 {
+			said = strings.TrimRight(said[:u.repeatAt], "\n ") + " […the rest repeats the pinned message " + u.repeatOf + " word for word]"
+		}
+		text := "[" + strings.Join(u.ids, ", ") + "] " + said
 		it.texts[levelFull] = text
 		it.texts[levelShort] = shortenUser(text, userCap)
 		it.texts[levelMin] = it.texts[levelShort]
