@@ -1050,7 +1050,7 @@ func TestUserRepeatOfHeadNotQuotedAgain(t *testing.T) {
 	}
 	task := "We're currently solving the following issue within our repository. Here's the issue text:\nISSUE:\nPixel Representation attribute should be optional for pixel data handler.\n\n"
 	var b spanBuilder
-	b.user(task + instructions + "\n(Open file: n/a)\n(Current directory: /pydicom__pydicom)\nbash-$").
+	b.user(task+instructions+"\n(Open file: n/a)\n(Current directory: /pydicom__pydicom)\nbash-$").
 		bash("Reproduce.", "python reproduce_bug.py", rc(1, "AttributeError: PixelRepresentation"))
 	d, err := Write(context.Background(), Input{Head: head, Span: b.msgs, BudgetTokens: 800, CountTokens: counter(t)})
 	if err != nil {
