@@ -1061,3 +1061,21 @@ func TestUserRepeatOfHeadNotQuotedAgain(t *testing.T) {
 		t.Errorf("the instructions are quoted again:\n%s", d.Text)
 	}
 }
+
+// A long reasoning in one message is quoted by its three weightiest
+// sentences, not sentence by sentence.
+func TestNotesOfOneMessageCapped(t *testing.T) {
+	var b spanBuilder
+	b.bash("Look.", "cat django/template/autoreload.py", rc(0, "def template_changed(sender, file_path, **kwargs):\n    return True")).
+		say("The root cause is that `template_changed` returns `True` for `cwd`. " +
+			"So `template_changed` must be returning `True` for `views.py`. " +
+			"Which means `file_path.suffix` is not `.py` in `StatReloader`. " +
+			"I should change `get_template_directories` because `DIRS` holds ''. " +
+			"The fix is to filter empty strings in `django/template/autoreload.py`.")
+	d := write(t, b.msgs, 2000)
+	_, notes, _ := strings.Cut(d.Text, "SAID BY THE AGENT:\n")
+	notes, _, _ = strings.Cut(notes, "\nNEXT:")
+	if n := strings.Count(notes, "- [m0005] "); n != 3 {
+		t.Errorf("%d sentences of m0005 quoted, want 3:\n%s", n, d.Text)
+	}
+}

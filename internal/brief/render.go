@@ -1155,7 +1155,28 @@ func errorText(line string) string {
 func (l *layout) buildNotes(recency func(int) float64) {
 	m := l.m
 	first := true
+	// A long reasoning yields many sentences: the three weightiest of one
+	// message are quoted (a run of them out of their argument reads as
+	// noise; expand_history has the whole).
+	rank := make([]int, len(m.notes)) // among its message's notes (a run of them), by weight
+	for a := 0; a < len(m.notes); {
+		b := a + 1
+		for b < len(m.notes) && m.notes[b].id == m.notes[a].id {
+			b++
+		}
+		for k := a; k < b && b-a > 3; k++ {
+			for j := a; j < b; j++ {
+				if wj, wk := m.noteLine(j).weight, m.noteLine(k).weight; j != k && (wj > wk || wj == wk && j > k) {
+					rank[k]++
+				}
+			}
+		}
+		a = b
+	}
 	for k, nt := range m.notes {
+		if rank[k] >= 3 {
+			continue
+		}
 		nl := m.noteLine(k)
 		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids}
 		if first && nl.hypothesis {
