@@ -38,6 +38,9 @@ type Warm struct {
 	// whether a call carried them out is final.
 	marked int
 	bytes  int
+	// pieces keeps the sections of the briefing written last, with their
+	// counts (see pieces.go), keyed by the lines they print.
+	pieces *pieceMemo
 }
 
 // Len returns the number of span messages w holds the model of.
@@ -56,7 +59,7 @@ func (w *Warm) Bytes() int {
 	if w == nil {
 		return 0
 	}
-	n := w.bytes
+	n := w.bytes + w.pieces.Bytes()
 	if w.m != nil {
 		n += w.m.layoutBytes()
 	}
@@ -77,6 +80,18 @@ func (w *Warm) Reset() {
 	if w != nil {
 		*w = Warm{seed: w.seed}
 	}
+}
+
+// pieceMemo returns w's sections of the briefing written last, or, for a
+// nil w, new ones that last one Write.
+func (w *Warm) pieceMemo() *pieceMemo {
+	if w == nil {
+		return new(pieceMemo)
+	}
+	if w.pieces == nil {
+		w.pieces = new(pieceMemo)
+	}
+	return w.pieces
 }
 
 // headKey hashes what the reading of a span depends on besides its
