@@ -251,9 +251,14 @@ type model struct {
 	// stepN maps the messages of steps[:stepNN] to their steps' order.
 	stepN  map[string]int
 	stepNN int
+	// userLines memoizes the lines of the user's messages (see
+	// userTexts).
+	userLines []userLine
 	// entries and lastEntries memoize the JSON of the record's entries of
-	// this Write and the last (see entryJSON).
+	// this Write and the last, by content, placed and lastPlaced by place
+	// (see entryJSON).
 	entries, lastEntries           map[entryMemoKey][]byte
+	placed, lastPlaced             map[string][]placedEntry
 	entriesBytes, lastEntriesBytes int
 	// lines memoizes the texts of step groups (see groupTexts); linesRecs
 	// is len(records) when they were written.

@@ -31,13 +31,18 @@ type sectionPiece struct {
 	tokens int // the counter's count of briefd.EscapeBriefing(text); -1 until counted
 }
 
-// pieceMemo keeps, per section, the pieces of the last two texts that
-// printed it: the mandatory part and a choice, or two choices of one fit,
-// differ in a few sections and alternate. The most recent is first.
+// pieceMemo keeps, per section, the pieces of the last pieceSlots texts
+// that printed it, the most recent first: the mandatory part and each
+// choice of a fit differ in a few sections, and a section may print
+// differently in each (the user's messages carried whole in the mandatory
+// part, the oldest shortened in a choice at one scale, more of them at
+// another), the same ways at the next Write.
 type pieceMemo struct {
-	by    [numSections][2]*sectionPiece
+	by    [numSections][pieceSlots]*sectionPiece
 	bytes int
 }
+
+const pieceSlots = 4
 
 // Bytes approximates the memory the pieces hold: their texts, and the
 // lines they were made of (the lines of user messages are written for
@@ -63,18 +68,18 @@ func (pm *pieceMemo) piece(sec section, lines []string, write func() *sectionPie
 	slot := &pm.by[sec]
 	for i, p := range slot {
 		if p != nil && slices.Equal(p.lines, lines) {
-			if i > 0 {
-				slot[0], slot[1] = slot[1], slot[0]
-			}
+			copy(slot[1:i+1], slot[:i])
+			slot[0] = p
 			return p
 		}
 	}
 	p := write()
 	p.lines = slices.Clone(lines)
-	if slot[1] != nil {
-		pm.bytes -= pieceBytes(slot[1])
+	if last := slot[pieceSlots-1]; last != nil {
+		pm.bytes -= pieceBytes(last)
 	}
-	slot[0], slot[1] = p, slot[0]
+	copy(slot[1:], slot[:pieceSlots-1])
+	slot[0] = p
 	pm.bytes += pieceBytes(p)
 	return p
 }

@@ -181,9 +181,7 @@ func (l *layout) build(userCap int) {
 	}
 	for k, u := range m.users {
 		it := &item{sec: secUser, must: true, ids: u.ids, order: float64(k)}
-		text := "[" + strings.Join(u.ids, ", ") + "] " + u.text
-		it.texts[levelFull] = text
-		it.texts[levelShort] = shortenUser(text, userCap)
+		it.texts[levelFull], it.texts[levelShort] = m.userTexts(k, userCap)
 		it.texts[levelMin] = it.texts[levelShort]
 		l.items = append(l.items, it)
 		l.users = append(l.users, it)

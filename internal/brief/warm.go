@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
+	"strings"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/ident"
@@ -673,4 +674,50 @@ func (m *model) groupTexts(g *group) [levels]string {
 		m.lines[k] = texts
 	}
 	return texts
+}
+
+// userLine is the line of a user's message, whole and cut to a cap, and
+// what it was written from.
+type userLine struct {
+	ids         []string
+	text        string
+	capTokens   int
+	full, short string
+}
+
+// userTexts returns the line of users[k] ("[ids] text") and that line cut
+// to capTokens (shortenUser), written again only when the message's ids,
+// text or the cap differ from those it was written from: the user's
+// messages are carried verbatim, the longest lines of a briefing, and the
+// same from one Write to the next (kept, they are also the same strings,
+// which the sections' and the record's memos compare by pointer).
+func (m *model) userTexts(k, capTokens int) (full, short string) {
+	u := &m.users[k]
+	if k < len(m.userLines) {
+		if c := &m.userLines[k]; c.text == u.text && c.capTokens == capTokens && slices.Equal(c.ids, u.ids) {
+			return c.full, c.short
+		}
+	}
+	c := userLine{ids: slices.Clone(u.ids), text: u.text, capTokens: capTokens}
+	c.full = "[" + strings.Join(u.ids, ", ") + "] " + u.text
+	c.short = shortenUser(c.full, capTokens)
+	if k > len(m.userLines) {
+		return c.full, c.short // not kept: the memo is by index, in order
+	}
+	m.memoBytes += userLineBytes(&c)
+	if k < len(m.userLines) {
+		m.memoBytes -= userLineBytes(&m.userLines[k])
+		m.userLines[k] = c
+	} else {
+		m.userLines = append(m.userLines, c)
+	}
+	return c.full, c.short
+}
+
+func userLineBytes(c *userLine) int {
+	n := 96 + len(c.full) + 16*len(c.ids)
+	if c.short != c.full {
+		n += len(c.short)
+	}
+	return n
 }
