@@ -273,10 +273,11 @@ type model struct {
 	byID   map[string][]*step
 	lastOf []int
 	byIDN  int
-	// outcomes holds the outcomes of the runs and tests by command (see
-	// runOutcomes).
-	outcomes  map[string]map[string]bool
-	outcomesN int
+	// outcomes holds the outcomes of the runs and tests by command, and
+	// outcomesAt each step's command's (see runOutcomes).
+	outcomes   map[string]*outcomeSet
+	outcomesAt []*outcomeSet
+	outcomesN  int
 	// missed indexes the failed steps by the paths they found missing
 	// (see missedAt).
 	missed  map[string][]*step

@@ -151,6 +151,8 @@ type layout struct {
 	// every item in print order (printOrder).
 	byPrio []*item
 	sorted []*item
+	// leftAt counts the steps left out by position (omittedText).
+	leftAt []int32
 	// memo keeps the sections' texts and counts (see pieces.go);
 	// countSplits is Input.CountSplits.
 	memo        *pieceMemo
@@ -977,9 +979,6 @@ var baseImportance = [...]float64{kindOther: 3, kindList: 1.5, kindInstall: 2, k
 // most telling first when the budget is short.
 func (l *layout) buildSteps(recency func(int) float64) {
 	m := l.m
-	// Runs of one command whose outcomes differ are the evidence of what
-	// changed in between (a bug reproduced, then fixed).
-	outcomes := m.runOutcomes()
 	told := make([]bool, len(m.steps)) // by step
 	for _, it := range l.items {
 		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
@@ -998,7 +997,9 @@ func (l *layout) buildSteps(recency func(int) float64) {
 		s := g.last()
 		k := s.f.call.kind
 		p := baseImportance[k] + 4*recency(s.n)
-		if len(outcomes[s.f.call.label]) > 1 {
+		// Runs of one command whose outcomes differ are the evidence of
+		// what changed in between (a bug reproduced, then fixed).
+		if m.runOutcomes(s) > 1 {
 			p += 2
 		}
 		switch {
@@ -1834,14 +1835,25 @@ func isCode(id string) bool {
 
 // omittedText names the steps and earlier items left out, by message ids.
 func (l *layout) omittedText() string {
-	var left []*step
+	// The steps left out are counted by position and listed in order: a
+	// pass over the span's steps instead of a sort of the thousand left
+	// out of a long span.
+	nLeft := 0
+	if cap(l.leftAt) < len(l.m.steps) {
+		l.leftAt = make([]int32, len(l.m.steps))
+	}
+	leftAt := l.leftAt[:len(l.m.steps)]
+	clear(leftAt)
 	var keys []string
 	other := map[section][]string{}
 	for _, it := range l.items {
 		if it.level >= 0 || it.header {
 			continue
 		}
-		left = append(left, it.steps...)
+		for _, s := range it.steps {
+			leftAt[s.n]++
+		}
+		nLeft += len(it.steps)
 		switch {
 		case len(it.steps) > 0:
 		case it.key != "":
@@ -1851,13 +1863,18 @@ func (l *layout) omittedText() string {
 		}
 	}
 
-	if len(left) == 0 && len(other) == 0 && len(keys) == 0 {
+	if nLeft == 0 && len(other) == 0 && len(keys) == 0 {
 		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
 			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
 		}
 		return ""
 	}
-	slices.SortFunc(left, func(a, b *step) int { return a.n - b.n })
+	left := make([]*step, 0, nLeft)
+	for n, c := range leftAt {
+		for range c {
+			left = append(left, l.m.steps[n])
+		}
+	}
 	var parts []string
 	if len(left) > 0 {
 		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(left, l.m))

@@ -407,23 +407,35 @@ func (m *model) namedIdents() ([]string, float64) {
 	return m.named, m.namedNeed
 }
 
-// runOutcomes returns the outcomes (outcomeKey) of the runs and tests of
-// the span by command. It grows with the steps: a step's outcome is fixed
-// when read.
-func (m *model) runOutcomes() map[string]map[string]bool {
+// runOutcomes returns how many outcomes (outcomeKey) the runs and tests
+// of s's command had in the span. The index grows with the steps: a step's
+// outcome is fixed when read. Each step keeps its command's set, so that
+// a count is not a lookup by the command's text.
+func (m *model) runOutcomes(s *step) int {
 	if m.outcomes == nil {
-		m.outcomes = map[string]map[string]bool{}
+		m.outcomes = map[string]*outcomeSet{}
 	}
 	for ; m.outcomesN < len(m.steps); m.outcomesN++ {
 		s := m.steps[m.outcomesN]
+		set := m.outcomes[s.f.call.label]
+		if set == nil {
+			set = &outcomeSet{}
+			m.outcomes[s.f.call.label] = set
+		}
+		m.outcomesAt = append(m.outcomesAt, set)
 		if k := s.f.call.kind; k == kindRun || k == kindTest {
-			if m.outcomes[s.f.call.label] == nil {
-				m.outcomes[s.f.call.label] = map[string]bool{}
+			if set.keys == nil {
+				set.keys = map[string]bool{}
 			}
-			m.outcomes[s.f.call.label][outcomeKey(s)] = true
+			set.keys[outcomeKey(s)] = true
 		}
 	}
-	return m.outcomes
+	return len(m.outcomesAt[s.n].keys)
+}
+
+// outcomeSet is the outcomes of a command's runs and tests.
+type outcomeSet struct {
+	keys map[string]bool
 }
 
 // missedAt returns the failed steps that found path missing, in order.
