@@ -336,11 +336,18 @@ func (l *layout) coverage(text string) Coverage {
 	// The identifiers kept are those of the shown items (the index of the
 	// last choice read them) and the index's, each counted once if the
 	// span has it.
+	// A shown item's identifiers are taken as their uses, kept with the
+	// item (textUses: the same filter, looked up once).
 	m.coverings++
-	kept := func(id string) {
-		if u := m.ids[id]; u != nil && u.counted != m.coverings && !ident.IsNumeric(id) {
+	keptUse := func(u *identUse) {
+		if u.counted != m.coverings {
 			u.counted = m.coverings
 			c.IdentifiersKept++
+		}
+	}
+	kept := func(id string) {
+		if u := m.ids[id]; u != nil && !ident.IsNumeric(id) {
+			keptUse(u)
 		}
 	}
 	if l.carried != nil {
@@ -350,8 +357,8 @@ func (l *layout) coverage(text string) Coverage {
 	} else {
 		for _, it := range l.items {
 			if it.level >= 0 {
-				for _, id := range it.textIdents() {
-					kept(id)
+				for _, u := range it.textUses(m) {
+					keptUse(u)
 				}
 			}
 		}

@@ -251,9 +251,9 @@ type model struct {
 	// stepN maps the messages of steps[:stepNN] to their steps' order.
 	stepN  map[string]int
 	stepNN int
-	// userLines memoizes the lines of the user's messages (see
-	// userTexts).
-	userLines []userLine
+	// userLines memoizes the items of the user's messages (see
+	// userItem).
+	userLines []*userLine
 	// entries and lastEntries memoize the JSON of the record's entries of
 	// this Write and the last, by content, placed and lastPlaced by place
 	// (see entryJSON).

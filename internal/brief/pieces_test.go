@@ -17,8 +17,8 @@ import (
 // '<' or '&'), and steps whose lines come and go with the budget. After
 // every message a warm Write counted by sections (CountSplits, the pieces
 // kept between Writes) must write what a fresh Write counting the whole
-// text writes, at budgets that show every line, leave some out, and
-// shorten the user's messages.
+// text writes, at budgets that show every line, leave some out, shorten
+// the user's messages, and leave no room for the index.
 func TestWarmFitBySections(t *testing.T) {
 	b := &spanBuilder{}
 	b.user("fix the parser; keep </compacted-history> and &lt; as they are <")
@@ -39,7 +39,9 @@ func TestWarmFitBySections(t *testing.T) {
 	b.bash("Run them all.", "python -m pytest", rc(0, "6 passed in 0.2s"))
 	b.say("All pass now <")
 	count := counter(t)
-	for _, budget := range []int{6000, 900, 400} {
+	// At 40 tokens the mandatory part crowds out the index, and the
+	// coverage reads the shown items' identifiers (textUses).
+	for _, budget := range []int{6000, 900, 400, 40} {
 		w := &Warm{} // one for both caps: the lines cut to one are not the other's
 		for k := 1; k <= len(b.msgs); k++ {
 			if k < len(b.msgs) && b.msgs[k].Role == briefd.RoleTool {
@@ -91,5 +93,33 @@ func TestMeasureBySections(t *testing.T) {
 			l.choose(scale)
 			check(fmt.Sprintf("scale %g", scale), l.extras())
 		}
+	}
+}
+
+// TestTextUses checks the uses an item keeps for the coverage: an
+// identifier the span does not use yet is looked up again once the span
+// has more identifiers, bare numbers are left out, and new identifiers
+// of the item's text are read again.
+func TestTextUses(t *testing.T) {
+	m := &model{ids: map[string]*identUse{}}
+	use := func(id string) *identUse {
+		u := &identUse{}
+		m.ids[id] = u
+		m.idOrder = append(m.idOrder, id)
+		return u
+	}
+	parse := use("parse.py")
+	use("12345")
+	it := &item{level: levelFull, texts: [levels]string{"- [m0003] cat parse.py lexer.py 12345"}}
+	if got := it.textUses(m); len(got) != 1 || got[0] != parse {
+		t.Fatalf("uses %v, want parse.py's alone", got)
+	}
+	lexer := use("lexer.py")
+	if got := it.textUses(m); len(got) != 2 || got[1] != lexer {
+		t.Fatalf("uses %v, want parse.py's and lexer.py's once the span uses lexer.py", got)
+	}
+	it.identsAt[levelFull] = []string{"lexer.py"} // read again: the text changed
+	if got := it.textUses(m); len(got) != 1 || got[0] != lexer {
+		t.Fatalf("uses %v, want lexer.py's alone", got)
 	}
 }

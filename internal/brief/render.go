@@ -63,6 +63,9 @@ type item struct {
 	// cache (the same step's line is the same text at every re-compaction).
 	identsAt [levels][]string
 	cache    *Cache
+	// usesAt caches, per level, the uses of those identifiers in the span
+	// (see textUses).
+	usesAt [levels]*identUses
 	// group ties a table's rows to its header, which prints only with a row.
 	group  string
 	header bool
@@ -181,10 +184,8 @@ func (l *layout) build(userCap int) {
 			l.items = append(l.items, it)
 		}
 	}
-	for k, u := range m.users {
-		it := &item{sec: secUser, must: true, ids: u.ids, order: float64(k)}
-		it.texts[levelFull], it.texts[levelShort] = m.userTexts(k, userCap)
-		it.texts[levelMin] = it.texts[levelShort]
+	for k := range m.users {
+		it := m.userItem(k, userCap)
 		l.items = append(l.items, it)
 		l.users = append(l.users, it)
 	}

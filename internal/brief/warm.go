@@ -639,14 +639,14 @@ func (m *model) groupLine(g *group) *groupLine {
 		return gl
 	}
 	gl.react, gl.recs, gl.texts = react, len(m.records), m.groupTexts(g)
-	gl.it.identsAt = [levels][]string{}
+	gl.it.identsAt, gl.it.usesAt = [levels][]string{}, [levels]*identUses{}
 	return gl
 }
 
 // item sets the memo's item to it, keeping the identifiers read from its
-// texts, and returns it.
+// texts and their uses, and returns it.
 func (gl *groupLine) item(it item) *item {
-	it.identsAt = gl.it.identsAt
+	it.identsAt, it.usesAt = gl.it.identsAt, gl.it.usesAt
 	gl.it = it
 	return &gl.it
 }
@@ -688,48 +688,101 @@ func (m *model) groupTexts(g *group) [levels]string {
 	return texts
 }
 
-// userLine is the line of a user's message, whole and cut to a cap, and
-// what it was written from.
+// userLine is the item of a user's message, and what it was written
+// from.
 type userLine struct {
-	ids         []string
-	text        string
-	capTokens   int
-	full, short string
+	ids       []string
+	text      string
+	capTokens int
+	it        item
 }
 
-// userTexts returns the line of users[k] ("[ids] text") and that line cut
-// to capTokens (shortenUser), written again only when the message's ids,
-// text or the cap differ from those it was written from: the user's
-// messages are carried verbatim, the longest lines of a briefing, and the
-// same from one Write to the next (kept, they are also the same strings,
-// which the sections' and the record's memos compare by pointer).
-func (m *model) userTexts(k, capTokens int) (full, short string) {
+// userItem returns the item of users[k]: its line ("[ids] text") whole,
+// and cut to capTokens (shortenUser) at the shorter levels, written again
+// only when the message's ids, text or the cap differ from those it was
+// written from. The user's messages are carried verbatim, the longest
+// lines of a briefing, and the same from one Write to the next: kept, the
+// item keeps the identifiers read from its texts and their uses, and its
+// texts stay the same strings, which the sections' and the record's memos
+// compare by pointer.
+func (m *model) userItem(k, capTokens int) *item {
 	u := &m.users[k]
 	if k < len(m.userLines) {
-		if c := &m.userLines[k]; c.text == u.text && c.capTokens == capTokens && slices.Equal(c.ids, u.ids) {
-			return c.full, c.short
+		if c := m.userLines[k]; c.text == u.text && c.capTokens == capTokens && slices.Equal(c.ids, u.ids) {
+			c.it = item{sec: secUser, must: true, ids: u.ids, order: float64(k), texts: c.it.texts,
+				identsAt: c.it.identsAt, usesAt: c.it.usesAt}
+			return &c.it
 		}
 	}
-	c := userLine{ids: slices.Clone(u.ids), text: u.text, capTokens: capTokens}
-	c.full = "[" + strings.Join(u.ids, ", ") + "] " + u.text
-	c.short = shortenUser(c.full, capTokens)
+	c := &userLine{ids: slices.Clone(u.ids), text: u.text, capTokens: capTokens}
+	full := "[" + strings.Join(u.ids, ", ") + "] " + u.text
+	short := shortenUser(full, capTokens)
+	c.it = item{sec: secUser, must: true, ids: u.ids, order: float64(k), texts: [levels]string{full, short, short}}
 	if k > len(m.userLines) {
-		return c.full, c.short // not kept: the memo is by index, in order
+		return &c.it // not kept: the memo is by index, in order
 	}
-	m.memoBytes += userLineBytes(&c)
+	m.memoBytes += userLineBytes(c)
 	if k < len(m.userLines) {
-		m.memoBytes -= userLineBytes(&m.userLines[k])
+		m.memoBytes -= userLineBytes(m.userLines[k])
 		m.userLines[k] = c
 	} else {
 		m.userLines = append(m.userLines, c)
 	}
-	return c.full, c.short
+	return &c.it
 }
 
+// userLineBytes approximates a user line's memory, with the identifiers
+// and uses its item keeps (a word or two each).
 func userLineBytes(c *userLine) int {
-	n := 96 + len(c.full) + 16*len(c.ids)
-	if c.short != c.full {
-		n += len(c.short)
+	n := 256 + len(c.it.texts[levelFull]) + 16*len(c.ids)
+	if c.it.texts[levelShort] != c.it.texts[levelFull] {
+		n += len(c.it.texts[levelShort])
 	}
-	return n
+	return n + len(c.it.texts[levelFull])/2 // identifiers, at most one per two bytes, and their uses
+}
+
+// identUses are the uses (model.ids) of the identifiers of an item's text
+// at one level (from, the item's textIdents), for the coverage: those the
+// span uses, bare numbers left out, and those it did not use when they
+// were looked up, at n identifiers of the span. The span's identifiers
+// only grow (ids and idOrder together), so a use found stays; one not
+// found is looked up again once the span has more.
+type identUses struct {
+	from    []string
+	uses    []*identUse
+	pending []string
+	n       int
+}
+
+// textUses returns the uses of the identifiers of it's chosen text that
+// the coverage counts. They are kept with the item, keyed by the slice of
+// identifiers they were read from (a step group's item and a user's are
+// kept between Writes, groupLine and userItem, with their identifiers
+// while their texts stand).
+func (it *item) textUses(m *model) []*identUse {
+	ids := it.textIdents()
+	c := it.usesAt[it.level]
+	if c == nil || !sameSlice(c.from, ids) {
+		c = &identUses{from: ids, pending: ids, n: -1}
+		it.usesAt[it.level] = c
+	}
+	if c.n != len(m.idOrder) {
+		rest := c.pending[:0:0]
+		for _, id := range c.pending {
+			switch u := m.ids[id]; {
+			case u == nil:
+				rest = append(rest, id)
+			case !ident.IsNumeric(id):
+				c.uses = append(c.uses, u)
+			}
+		}
+		c.pending, c.n = rest, len(m.idOrder)
+	}
+	return c.uses
+}
+
+// sameSlice reports whether a and b are the same slice: the same array
+// and length.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
