@@ -108,13 +108,13 @@ func keyOf(e *Entry) entryMemoKey {
 func (m *model) entryJSON(sec string, k int, e *Entry) ([]byte, error) {
 	b, ok := m.entryAt(m.lastPlaced[sec], k, e)
 	if ok && len(e.Text) > placedOnly {
-		m.place(sec, k, e, b)
+		m.place(sec, k, e, b, false)
 		return b, nil
 	}
 	key := keyOf(e)
 	if !ok {
 		if b, ok = m.entries[key]; ok {
-			m.place(sec, k, e, b)
+			m.place(sec, k, e, b, true)
 			return b, nil
 		}
 		if b, ok = m.lastEntries[key]; !ok {
@@ -131,7 +131,7 @@ func (m *model) entryJSON(sec string, k int, e *Entry) ([]byte, error) {
 	}
 	m.entries[key] = b
 	m.entriesBytes += 64 + len(key.ids) + len(b) // the key and text are shared with the lines
-	m.place(sec, k, e, b)
+	m.place(sec, k, e, b, true)
 	return b, nil
 }
 
@@ -157,8 +157,9 @@ func (m *model) entryAt(at []placedEntry, k int, e *Entry) ([]byte, bool) {
 	return p.js, true
 }
 
-// place records e's JSON at its place for the next Write.
-func (m *model) place(sec string, k int, e *Entry, js []byte) {
+// place records e's JSON at its place for the next Write; counted tells
+// that entries holds the JSON too (its bytes are counted there).
+func (m *model) place(sec string, k int, e *Entry, js []byte, counted bool) {
 	if m.placed == nil {
 		m.placed = map[string][]placedEntry{}
 	}
@@ -167,7 +168,10 @@ func (m *model) place(sec string, k int, e *Entry, js []byte) {
 		return // a record's entries are marshalled in order
 	}
 	m.placed[sec] = append(at, placedEntry{*e, js})
-	m.entriesBytes += 64 + 16*len(e.IDs) + len(js)
+	m.entriesBytes += 64 + 16*len(e.IDs) // the text is shared with the lines
+	if !counted {
+		m.entriesBytes += len(js)
+	}
 }
 
 // turnEntries starts the next Write's memo of entries with the last
