@@ -45,8 +45,8 @@ type pieceMemo struct {
 const pieceSlots = 4
 
 // Bytes approximates the memory the pieces hold: their texts, and the
-// lines they were made of (the lines of user messages are written for
-// each layout, so the memo may be all that keeps them).
+// lines they were made of, counted whole though most are shared with the
+// lines' own memos (a line written for one layout alone is not).
 func (pm *pieceMemo) Bytes() int {
 	if pm == nil {
 		return 0
@@ -63,8 +63,12 @@ func pieceBytes(p *sectionPiece) int {
 }
 
 // piece returns the piece of section sec printing lines, made by write
-// on a miss. lines is a scratch buffer: a new piece keeps a copy.
+// on a miss. lines is a scratch buffer: a new piece keeps a copy. A nil
+// memo keeps nothing.
 func (pm *pieceMemo) piece(sec section, lines []string, write func() *sectionPiece) *sectionPiece {
+	if pm == nil {
+		return write()
+	}
 	slot := &pm.by[sec]
 	for i, p := range slot {
 		if p != nil && slices.Equal(p.lines, lines) {
