@@ -81,6 +81,14 @@ type Input struct {
 	// budget is short; over it the oldest are cut first, with a marker.
 	// Zero means DefaultUserCapTokens.
 	UserCapTokens int
+	// CountSplits reports that CountTokens counts a text cut after a
+	// newline followed by an ASCII letter as the sum of its parts, as
+	// compact's TokenCounter does (tiktoken's pre-tokenizer never joins
+	// such a newline to what follows): the fit then counts a briefing by
+	// its sections, and re-counts only those that changed (see pieces.go).
+	// A Warm keeps the counts between calls: its Writes must use the same
+	// CountTokens.
+	CountSplits bool
 	// Focus is free text naming what matters most for this compaction
 	// ("keep everything about the migration"): items that mention its
 	// words rank higher.
@@ -214,7 +222,8 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	if m.prior != nil {
 		depth = m.prior.depth + 1
 	}
-	l := &layout{m: m, budget: in.BudgetTokens, count: in.CountTokens, indexShare: indexShare(m), focus: strings.Fields(in.Focus)}
+	l := &layout{m: m, budget: in.BudgetTokens, count: in.CountTokens, indexShare: indexShare(m), focus: strings.Fields(in.Focus),
+		memo: in.Warm.pieceMemo(), countSplits: in.CountSplits}
 	l.head = header(m, depth)
 	if m.first != "" {
 		l.foot = briefd.ExpandFooter(m.first, m.last)
@@ -313,7 +322,8 @@ func (l *layout) mandatoryTokens() int {
 			it.level = levelFull
 		}
 	}
-	return l.count(briefd.WrapBriefing(l.render(nil)))
+	n, _ := l.measure(nil)
+	return n
 }
 
 // coverage reports what the text carries.
@@ -326,11 +336,18 @@ func (l *layout) coverage(text string) Coverage {
 	// The identifiers kept are those of the shown items (the index of the
 	// last choice read them) and the index's, each counted once if the
 	// span has it.
+	// A shown item's identifiers are taken as their uses, kept with the
+	// item (textUses: the same filter, looked up once).
 	m.coverings++
-	kept := func(id string) {
-		if u := m.ids[id]; u != nil && u.counted != m.coverings && !ident.IsNumeric(id) {
+	keptUse := func(u *identUse) {
+		if u.counted != m.coverings {
 			u.counted = m.coverings
 			c.IdentifiersKept++
+		}
+	}
+	kept := func(id string) {
+		if u := m.ids[id]; u != nil && !ident.IsNumeric(id) {
+			keptUse(u)
 		}
 	}
 	if l.carried != nil {
@@ -340,8 +357,8 @@ func (l *layout) coverage(text string) Coverage {
 	} else {
 		for _, it := range l.items {
 			if it.level >= 0 {
-				for _, id := range it.textIdents() {
-					kept(id)
+				for _, u := range it.textUses(m) {
+					keptUse(u)
 				}
 			}
 		}

@@ -3,12 +3,13 @@ package brief
 import (
 	"encoding/binary"
 	"encoding/json"
+	"slices"
 )
 
 // marshal returns json.Marshal(r), taking each entry's JSON from entry:
 // the entries are most of a record, and a warm Write's are mostly those of
 // the Write before (see model.entryJSON).
-func (r *Record) marshal(entry func(*Entry) ([]byte, error)) ([]byte, error) {
+func (r *Record) marshal(entry func(sec string, k int, e *Entry) ([]byte, error)) ([]byte, error) {
 	// The fields around the sections are marshalled as json.Marshal
 	// would, in their order; the sections are written between them.
 	head, err := json.Marshal(struct {
@@ -32,7 +33,7 @@ func (r *Record) marshal(entry func(*Entry) ([]byte, error)) ([]byte, error) {
 	for i := range r.Sections {
 		size += 32 + len(r.Sections[i].Name)
 		for k := range r.Sections[i].Entries {
-			e, err := entry(&r.Sections[i].Entries[k])
+			e, err := entry(r.Sections[i].Name, k, &r.Sections[i].Entries[k])
 			if err != nil {
 				return nil, err
 			}
@@ -94,19 +95,33 @@ func keyOf(e *Entry) entryMemoKey {
 	return entryMemoKey{e.Key, e.Text, string(ids)}
 }
 
-// entryJSON returns json.Marshal(e), kept between Writes while entries
-// are the same: the entries of one Write are kept for the next, those it
-// did not use dropped, so the memo holds at most two records' entries.
-func (m *model) entryJSON(e *Entry) ([]byte, error) {
-	k := keyOf(e)
-	if b, ok := m.entries[k]; ok {
+// entryJSON returns json.Marshal(e), the k-th entry of section sec, kept
+// between Writes while entries are the same: the entries of one Write are
+// kept for the next, those it did not use dropped, so the memo holds at
+// most two records' entries. An entry is first compared with the last
+// Write's at its place in its section (a string compare, which its text
+// shared with the last Write's lines makes a pointer compare), then looked
+// up by its content (a hash of the whole text), for the entries that moved.
+// One taken from its place is not also hashed unless it is short: a long
+// one is a user's message, which keeps its place (the next Write's
+// entries are looked up among this Write's).
+func (m *model) entryJSON(sec string, k int, e *Entry) ([]byte, error) {
+	b, ok := m.entryAt(m.lastPlaced[sec], k, e)
+	if ok && len(e.Text) > placedOnly {
+		m.place(sec, k, e, b, false)
 		return b, nil
 	}
-	b, ok := m.lastEntries[k]
+	key := keyOf(e)
 	if !ok {
-		var err error
-		if b, err = json.Marshal(e); err != nil {
-			return nil, err
+		if b, ok = m.entries[key]; ok {
+			m.place(sec, k, e, b, true)
+			return b, nil
+		}
+		if b, ok = m.lastEntries[key]; !ok {
+			var err error
+			if b, err = json.Marshal(e); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if m.entries == nil {
@@ -114,14 +129,55 @@ func (m *model) entryJSON(e *Entry) ([]byte, error) {
 		// so, the map is not grown and rehashed through its thousands.
 		m.entries = make(map[entryMemoKey][]byte, len(m.lastEntries))
 	}
-	m.entries[k] = b
-	m.entriesBytes += 64 + len(k.ids) + len(b) // the key and text are shared with the lines
+	m.entries[key] = b
+	m.entriesBytes += 64 + len(key.ids) + len(b) // the key and text are shared with the lines
+	m.place(sec, k, e, b, true)
 	return b, nil
+}
+
+// placedOnly is the length of text over which an entry found at its place
+// is not also kept by content.
+const placedOnly = 256
+
+// placedEntry is an entry with its JSON, at its place in its section.
+type placedEntry struct {
+	e  Entry
+	js []byte
+}
+
+// entryAt returns the JSON of at[k] if it is e's.
+func (m *model) entryAt(at []placedEntry, k int, e *Entry) ([]byte, bool) {
+	if k >= len(at) {
+		return nil, false
+	}
+	p := &at[k]
+	if p.e.Key != e.Key || p.e.Text != e.Text || (p.e.IDs == nil) != (e.IDs == nil) || !slices.Equal(p.e.IDs, e.IDs) {
+		return nil, false
+	}
+	return p.js, true
+}
+
+// place records e's JSON at its place for the next Write; counted tells
+// that entries holds the JSON too (its bytes are counted there).
+func (m *model) place(sec string, k int, e *Entry, js []byte, counted bool) {
+	if m.placed == nil {
+		m.placed = map[string][]placedEntry{}
+	}
+	at := m.placed[sec]
+	if k != len(at) {
+		return // a record's entries are marshalled in order
+	}
+	m.placed[sec] = append(at, placedEntry{*e, js})
+	m.entriesBytes += 64 + 16*len(e.IDs) // the text is shared with the lines
+	if !counted {
+		m.entriesBytes += len(js)
+	}
 }
 
 // turnEntries starts the next Write's memo of entries with the last
 // Write's as the one to take from.
 func (m *model) turnEntries() {
 	m.lastEntries, m.entries = m.entries, nil
+	m.lastPlaced, m.placed = m.placed, nil
 	m.lastEntriesBytes, m.entriesBytes = m.entriesBytes, 0
 }

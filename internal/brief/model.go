@@ -256,9 +256,14 @@ type model struct {
 	// stepN maps the messages of steps[:stepNN] to their steps' order.
 	stepN  map[string]int
 	stepNN int
+	// userLines memoizes the items of the user's messages (see
+	// userItem).
+	userLines []*userLine
 	// entries and lastEntries memoize the JSON of the record's entries of
-	// this Write and the last (see entryJSON).
+	// this Write and the last, by content, placed and lastPlaced by place
+	// (see entryJSON).
 	entries, lastEntries           map[entryMemoKey][]byte
+	placed, lastPlaced             map[string][]placedEntry
 	entriesBytes, lastEntriesBytes int
 	// lines memoizes the texts of step groups (see groupTexts); linesRecs
 	// is len(records) when they were written.
@@ -273,10 +278,11 @@ type model struct {
 	byID   map[string][]*step
 	lastOf []int
 	byIDN  int
-	// outcomes holds the outcomes of the runs and tests by command (see
-	// runOutcomes).
-	outcomes  map[string]map[string]bool
-	outcomesN int
+	// outcomes holds the outcomes of the runs and tests by command, and
+	// outcomesAt each step's command's (see runOutcomes).
+	outcomes   map[string]*outcomeSet
+	outcomesAt []*outcomeSet
+	outcomesN  int
 	// missed indexes the failed steps by the paths they found missing
 	// (see missedAt).
 	missed  map[string][]*step
@@ -567,6 +573,15 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 	u := userMsg{ids: []string{msg.ID}, text: t}
 	u.repeatAt, u.repeatOf = repeatsHead(t, m.head)
 	m.users = append(m.users, u)
+}
+
+// said is the message as the briefing quotes it: whole, or up to where it
+// repeats a pinned message, which it then names.
+func (u *userMsg) said() string {
+	if u.repeatAt == 0 {
+		return u.text
+	}
+	return strings.TrimRight(u.text[:u.repeatAt], "\n ") + " […the rest repeats the pinned message " + u.repeatOf + " word for word]"
 }
 
 // repeatsHead finds where a user message starts repeating one of the pinned

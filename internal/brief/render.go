@@ -65,6 +65,9 @@ type item struct {
 	// cache (the same step's line is the same text at every re-compaction).
 	identsAt [levels][]string
 	cache    *Cache
+	// usesAt caches, per level, the uses of those identifiers in the span
+	// (see textUses).
+	usesAt [levels]*identUses
 	// group ties a table's rows to its header, which prints only with a row.
 	group  string
 	header bool
@@ -112,7 +115,10 @@ func (it *item) setAll(t string) {
 // estimate approximates the tokens of a text: briefings mix prose, code
 // and identifiers, which run about 3.3 bytes per token; the renderer
 // corrects the estimate with an exact count.
-func estimate(s string) float64 { return float64(len(s))/3.3 + 1 }
+func estimate(s string) float64 { return estimateLen(len(s)) }
+
+// estimateLen is estimate of a text of n bytes.
+func estimateLen(n int) float64 { return float64(n)/3.3 + 1 }
 
 // layout is the items of a briefing and the budget they share.
 type layout struct {
@@ -150,8 +156,12 @@ type layout struct {
 	// every item in print order (printOrder).
 	byPrio []*item
 	sorted []*item
-	// rendered is the longest text rendered yet, to size the next one.
-	rendered int
+	// leftAt counts the steps left out by position (omittedText).
+	leftAt []int32
+	// memo keeps the sections' texts and counts (see pieces.go);
+	// countSplits is Input.CountSplits.
+	memo        *pieceMemo
+	countSplits bool
 }
 
 // build turns the model into items.
@@ -176,16 +186,8 @@ func (l *layout) build(userCap int) {
 			l.items = append(l.items, it)
 		}
 	}
-	for k, u := range m.users {
-		it := &item{sec: secUser, must: true, ids: u.ids, order: float64(k)}
-		said := u.text
-		if u.repeatAt > 0 {
-			said = strings.TrimRight(said[:u.repeatAt], "\n ") + " […the rest repeats the pinned message " + u.repeatOf + " word for word]"
-		}
-		text := "[" + strings.Join(u.ids, ", ") + "] " + said
-		it.texts[levelFull] = text
-		it.texts[levelShort] = shortenUser(text, userCap)
-		it.texts[levelMin] = it.texts[levelShort]
+	for k := range m.users {
+		it := m.userItem(k, userCap)
 		l.items = append(l.items, it)
 		l.users = append(l.users, it)
 	}
@@ -986,9 +988,6 @@ var baseImportance = [...]float64{kindOther: 3, kindList: 1.5, kindInstall: 2, k
 // most telling first when the budget is short.
 func (l *layout) buildSteps(recency func(int) float64) {
 	m := l.m
-	// Runs of one command whose outcomes differ are the evidence of what
-	// changed in between (a bug reproduced, then fixed).
-	outcomes := m.runOutcomes()
 	told := make([]bool, len(m.steps)) // by step
 	for _, it := range l.items {
 		if it.sec == secFiles || it.sec == secRecords || it.sec == secErrors {
@@ -1007,7 +1006,9 @@ func (l *layout) buildSteps(recency func(int) float64) {
 		s := g.last()
 		k := s.f.call.kind
 		p := baseImportance[k] + 4*recency(s.n)
-		if len(outcomes[s.f.call.label]) > 1 {
+		// Runs of one command whose outcomes differ are the evidence of
+		// what changed in between (a bug reproduced, then fixed).
+		if m.runOutcomes(s) > 1 {
 			p += 2
 		}
 		switch {
@@ -1479,19 +1480,18 @@ const margin = 6
 // proportional guess, then bisection) so that the exactly counted text
 // comes as close to the budget as it can without going over.
 func (l *layout) fit() (string, int) {
-	best, bestN, bestScale, lastScale := "", -1, 0.0, 0.0
+	bestN, bestScale, lastScale := -1, 0.0, 0.0
 	fits, over := math.Inf(1), 0.0 // the least scale known to fit, the greatest known to be over
 	s := 1.0
 	prevFit := -1
 	for attempt := 0; attempt < 7; attempt++ {
-		text := l.choose(s)
+		l.choose(s)
 		lastScale = s
-		wrapped := briefd.WrapBriefing(text) // counted, and estimated on the first attempt
-		n := l.count(wrapped)
+		n, size := l.measure(l.extras()) // size is the wrapped text's, estimated on the first attempt
 		if n <= l.budget && prevFit >= 0 && n-prevFit < l.budget/50 {
 			// More room no longer buys more text: everything is in.
 			if n > bestN {
-				best, bestN, bestScale = text, n, s
+				bestN, bestScale = n, s
 			}
 			break
 		}
@@ -1503,7 +1503,7 @@ func (l *layout) fit() (string, int) {
 		}
 		if n <= l.budget {
 			if n > bestN {
-				best, bestN, bestScale = text, n, s
+				bestN, bestScale = n, s
 			}
 			fits = math.Min(fits, s)
 		} else {
@@ -1517,7 +1517,7 @@ func (l *layout) fit() (string, int) {
 		next := s * float64(n) / float64(l.budget)
 		switch {
 		case attempt == 0:
-			next = float64(n) / estimate(wrapped)
+			next = float64(n) / estimateLen(size)
 			if n > l.budget {
 				next = math.Max(next, s*1.01)
 			}
@@ -1533,19 +1533,25 @@ func (l *layout) fit() (string, int) {
 	}
 	if bestN < 0 {
 		// The mandatory items alone are over: the budget grows to them.
-		text := l.choose(math.Inf(1))
-		return text, l.count(briefd.WrapBriefing(text))
+		l.choose(math.Inf(1))
+		n, _ := l.measure(l.extras())
+		return l.render(l.extras()), n
 	}
 	if lastScale != bestScale {
 		// Leave the layout as the best text chose it, for the record.
 		l.choose(bestScale)
 	}
-	return best, bestN
+	return l.render(l.extras()), bestN
 }
 
-// choose picks levels with estimated costs multiplied by scale, and
-// renders.
-func (l *layout) choose(scale float64) string {
+// extras are the index and left-out line of the last choice.
+func (l *layout) extras() *extras {
+	return &extras{index: l.lastIndex, omitted: l.lastOmitted}
+}
+
+// choose picks levels with estimated costs multiplied by scale, then the
+// index and the left-out line (lastIndex, lastOmitted).
+func (l *layout) choose(scale float64) {
 	cost := func(s string) float64 {
 		if s == "" {
 			return 0
@@ -1649,7 +1655,6 @@ func (l *layout) choose(scale float64) string {
 	idx := l.index(math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
 	omitted := l.omittedText()
 	l.lastIndex, l.lastOmitted = idx, omitted
-	return l.render(&extras{index: idx, omitted: omitted})
 }
 
 // sortByPrio sorts items by priority, highest first, ties in the order
@@ -1681,57 +1686,6 @@ func sortByPrio(items []*item) {
 type extras struct {
 	index   string
 	omitted string
-}
-
-// render prints the chosen items by section.
-func (l *layout) render(x *extras) string {
-	var b strings.Builder
-	b.Grow(l.rendered)
-	b.WriteString(l.head)
-	bySec := make([][]*item, numSections)
-	for _, it := range l.printOrder() {
-		if it.level >= 0 {
-			bySec[it.sec] = append(bySec[it.sec], it)
-		}
-	}
-	for sec := secTask; sec < numSections; sec++ {
-		items := bySec[sec]
-		switch sec {
-		case secIndex:
-			if x == nil || x.index == "" {
-				continue
-			}
-			b.WriteString("\n" + sectionNames[sec] + indexNote + ": " + x.index)
-			continue
-		case secOmitted:
-			if x == nil || x.omitted == "" {
-				continue
-			}
-			b.WriteString("\n" + sectionNames[sec] + ": " + x.omitted)
-			continue
-		}
-		if len(items) == 0 {
-			continue
-		}
-		if inline[sec] {
-			parts := make([]string, len(items))
-			for i, it := range items {
-				parts[i] = it.text()
-			}
-			b.WriteString("\n" + sectionNames[sec] + ": " + strings.Join(parts, " "))
-			continue
-		}
-		b.WriteString("\n" + sectionNames[sec] + ":")
-		for _, it := range items {
-			b.WriteByte('\n')
-			b.WriteString(it.text())
-		}
-	}
-	if l.foot != "" {
-		b.WriteString("\n" + l.foot)
-	}
-	l.rendered = max(l.rendered, b.Len())
-	return b.String()
 }
 
 // printOrder returns the items in the order they print: by section, then
@@ -2077,14 +2031,25 @@ func isCode(id string) bool {
 
 // omittedText names the steps and earlier items left out, by message ids.
 func (l *layout) omittedText() string {
-	var left []*step
+	// The steps left out are counted by position and listed in order: a
+	// pass over the span's steps instead of a sort of the thousand left
+	// out of a long span.
+	nLeft := 0
+	if cap(l.leftAt) < len(l.m.steps) {
+		l.leftAt = make([]int32, len(l.m.steps))
+	}
+	leftAt := l.leftAt[:len(l.m.steps)]
+	clear(leftAt)
 	var keys []string
 	other := map[section][]string{}
 	for _, it := range l.items {
 		if it.level >= 0 || it.header {
 			continue
 		}
-		left = append(left, it.steps...)
+		for _, s := range it.steps {
+			leftAt[s.n]++
+		}
+		nLeft += len(it.steps)
 		switch {
 		case len(it.steps) > 0:
 		case it.key != "":
@@ -2094,13 +2059,18 @@ func (l *layout) omittedText() string {
 		}
 	}
 
-	if len(left) == 0 && len(other) == 0 && len(keys) == 0 {
+	if nLeft == 0 && len(other) == 0 && len(keys) == 0 {
 		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
 			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
 		}
 		return ""
 	}
-	slices.SortFunc(left, func(a, b *step) int { return a.n - b.n })
+	left := make([]*step, 0, nLeft)
+	for n, c := range leftAt {
+		for range c {
+			left = append(left, l.m.steps[n])
+		}
+	}
 	var parts []string
 	if len(left) > 0 {
 		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(left, l.m))

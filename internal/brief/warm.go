@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"slices"
+	"strings"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/ident"
@@ -38,6 +39,9 @@ type Warm struct {
 	// whether a call carried them out is final.
 	marked int
 	bytes  int
+	// pieces keeps the sections of the briefing written last, with their
+	// counts (see pieces.go), keyed by the lines they print.
+	pieces *pieceMemo
 }
 
 // Len returns the number of span messages w holds the model of.
@@ -56,7 +60,7 @@ func (w *Warm) Bytes() int {
 	if w == nil {
 		return 0
 	}
-	n := w.bytes
+	n := w.bytes + w.pieces.Bytes()
 	if w.m != nil {
 		n += w.m.layoutBytes()
 	}
@@ -77,6 +81,18 @@ func (w *Warm) Reset() {
 	if w != nil {
 		*w = Warm{seed: w.seed}
 	}
+}
+
+// pieceMemo returns w's sections of the briefing written last, or, for a
+// nil w, new ones that last one Write.
+func (w *Warm) pieceMemo() *pieceMemo {
+	if w == nil {
+		return new(pieceMemo)
+	}
+	if w.pieces == nil {
+		w.pieces = new(pieceMemo)
+	}
+	return w.pieces
 }
 
 // headKey hashes what the reading of a span depends on besides its
@@ -391,23 +407,35 @@ func (m *model) namedIdents() ([]string, float64) {
 	return m.named, m.namedNeed
 }
 
-// runOutcomes returns the outcomes (outcomeKey) of the runs and tests of
-// the span by command. It grows with the steps: a step's outcome is fixed
-// when read.
-func (m *model) runOutcomes() map[string]map[string]bool {
+// runOutcomes returns how many outcomes (outcomeKey) the runs and tests
+// of s's command had in the span. The index grows with the steps: a step's
+// outcome is fixed when read. Each step keeps its command's set, so that
+// a count is not a lookup by the command's text.
+func (m *model) runOutcomes(s *step) int {
 	if m.outcomes == nil {
-		m.outcomes = map[string]map[string]bool{}
+		m.outcomes = map[string]*outcomeSet{}
 	}
 	for ; m.outcomesN < len(m.steps); m.outcomesN++ {
 		s := m.steps[m.outcomesN]
+		set := m.outcomes[s.f.call.label]
+		if set == nil {
+			set = &outcomeSet{}
+			m.outcomes[s.f.call.label] = set
+		}
+		m.outcomesAt = append(m.outcomesAt, set)
 		if k := s.f.call.kind; k == kindRun || k == kindTest {
-			if m.outcomes[s.f.call.label] == nil {
-				m.outcomes[s.f.call.label] = map[string]bool{}
+			if set.keys == nil {
+				set.keys = map[string]bool{}
 			}
-			m.outcomes[s.f.call.label][outcomeKey(s)] = true
+			set.keys[outcomeKey(s)] = true
 		}
 	}
-	return m.outcomes
+	return len(m.outcomesAt[s.n].keys)
+}
+
+// outcomeSet is the outcomes of a command's runs and tests.
+type outcomeSet struct {
+	keys map[string]bool
 }
 
 // missedAt returns the failed steps that found path missing, in order.
@@ -611,14 +639,14 @@ func (m *model) groupLine(g *group) *groupLine {
 		return gl
 	}
 	gl.react, gl.recs, gl.texts = react, len(m.records), m.groupTexts(g)
-	gl.it.identsAt = [levels][]string{}
+	gl.it.identsAt, gl.it.usesAt = [levels][]string{}, [levels]*identUses{}
 	return gl
 }
 
 // item sets the memo's item to it, keeping the identifiers read from its
-// texts, and returns it.
+// texts and their uses, and returns it.
 func (gl *groupLine) item(it item) *item {
-	it.identsAt = gl.it.identsAt
+	it.identsAt, it.usesAt = gl.it.identsAt, gl.it.usesAt
 	gl.it = it
 	return &gl.it
 }
@@ -658,4 +686,103 @@ func (m *model) groupTexts(g *group) [levels]string {
 		m.lines[k] = texts
 	}
 	return texts
+}
+
+// userLine is the item of a user's message, and what it was written
+// from.
+type userLine struct {
+	ids       []string
+	text      string
+	capTokens int
+	it        item
+}
+
+// userItem returns the item of users[k]: its line ("[ids] text") whole,
+// and cut to capTokens (shortenUser) at the shorter levels, written again
+// only when the message's ids, text or the cap differ from those it was
+// written from. The user's messages are carried verbatim, the longest
+// lines of a briefing, and the same from one Write to the next: kept, the
+// item keeps the identifiers read from its texts and their uses, and its
+// texts stay the same strings, which the sections' and the record's memos
+// compare by pointer.
+func (m *model) userItem(k, capTokens int) *item {
+	u := &m.users[k]
+	if k < len(m.userLines) {
+		if c := m.userLines[k]; c.text == u.text && c.capTokens == capTokens && slices.Equal(c.ids, u.ids) {
+			c.it = item{sec: secUser, must: true, ids: u.ids, order: float64(k), texts: c.it.texts,
+				identsAt: c.it.identsAt, usesAt: c.it.usesAt}
+			return &c.it
+		}
+	}
+	c := &userLine{ids: slices.Clone(u.ids), text: u.text, capTokens: capTokens}
+	full := "[" + strings.Join(u.ids, ", ") + "] " + u.said()
+	short := shortenUser(full, capTokens)
+	c.it = item{sec: secUser, must: true, ids: u.ids, order: float64(k), texts: [levels]string{full, short, short}}
+	if k > len(m.userLines) {
+		return &c.it // not kept: the memo is by index, in order
+	}
+	m.memoBytes += userLineBytes(c)
+	if k < len(m.userLines) {
+		m.memoBytes -= userLineBytes(m.userLines[k])
+		m.userLines[k] = c
+	} else {
+		m.userLines = append(m.userLines, c)
+	}
+	return &c.it
+}
+
+// userLineBytes approximates a user line's memory, with the identifiers
+// and uses its item keeps (a word or two each).
+func userLineBytes(c *userLine) int {
+	n := 256 + len(c.it.texts[levelFull]) + 16*len(c.ids)
+	if c.it.texts[levelShort] != c.it.texts[levelFull] {
+		n += len(c.it.texts[levelShort])
+	}
+	return n + len(c.it.texts[levelFull])/2 // identifiers, at most one per two bytes, and their uses
+}
+
+// identUses are the uses (model.ids) of the identifiers of an item's text
+// at one level (from, the item's textIdents), for the coverage: those the
+// span uses, bare numbers left out, and those it did not use when they
+// were looked up, at n identifiers of the span. The span's identifiers
+// only grow (ids and idOrder together), so a use found stays; one not
+// found is looked up again once the span has more.
+type identUses struct {
+	from    []string
+	uses    []*identUse
+	pending []string
+	n       int
+}
+
+// textUses returns the uses of the identifiers of it's chosen text that
+// the coverage counts. They are kept with the item, keyed by the slice of
+// identifiers they were read from (a step group's item and a user's are
+// kept between Writes, groupLine and userItem, with their identifiers
+// while their texts stand).
+func (it *item) textUses(m *model) []*identUse {
+	ids := it.textIdents()
+	c := it.usesAt[it.level]
+	if c == nil || !sameSlice(c.from, ids) {
+		c = &identUses{from: ids, pending: ids, n: -1}
+		it.usesAt[it.level] = c
+	}
+	if c.n != len(m.idOrder) {
+		rest := c.pending[:0:0]
+		for _, id := range c.pending {
+			switch u := m.ids[id]; {
+			case u == nil:
+				rest = append(rest, id)
+			case !ident.IsNumeric(id):
+				c.uses = append(c.uses, u)
+			}
+		}
+		c.pending, c.n = rest, len(m.idOrder)
+	}
+	return c.uses
+}
+
+// sameSlice reports whether a and b are the same slice: the same array
+// and length.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }

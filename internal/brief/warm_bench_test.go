@@ -74,7 +74,8 @@ func longSpan(b *testing.B) (head, span []briefd.Message) {
 // BenchmarkWarmWrite times a warm Write of a span grown by one turn, the
 // briefing writer's part of a worker's snapshot, at a span of the first
 // tenth of the joined histories and at all of them, with a budget of a
-// twentieth of the span's tokens.
+// twentieth of the span's tokens, counted by sections as the engine's
+// Writes are.
 //
 //	go test -run '^$' -bench WarmWrite -benchtime 128x ./internal/brief
 func BenchmarkWarmWrite(b *testing.B) {
@@ -102,7 +103,7 @@ func BenchmarkWarmWrite(b *testing.B) {
 			w := &brief.Warm{}
 			write := func(k int) {
 				_, err := brief.Write(context.Background(), brief.Input{Head: head, Span: span[:ends[k]], BudgetTokens: max(500, tokens/20),
-					CountTokens: tc.Count, Cache: cache, Warm: w})
+					CountTokens: tc.Count, CountSplits: true, Cache: cache, Warm: w})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -85,12 +85,14 @@ func warmIdentity(t *testing.T, msgs []briefd.Message, count func(string) int, s
 	}
 	// The fresh Writes have a Cache of their own: reading is cached apart
 	// from the Warm's (a Cache changes no byte: TestWriteProperties).
+	// The warm Writes count by sections (CountSplits), the fresh ones the
+	// whole text.
 	cache, freshCache := NewCache(0, 0), NewCache(0, 0)
 	budget := 300 + rng.IntN(2500)
 	write := func(w *Warm, head, span []briefd.Message, prev *briefd.Briefing, focus string) *Draft {
 		t.Helper()
 		in := Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: count, Focus: focus,
-			Warm: w, Cache: cache}
+			Warm: w, Cache: cache, CountSplits: true}
 		d, err := Write(ctx, in)
 		if err != nil {
 			t.Fatal(err)
@@ -245,7 +247,7 @@ func TestWarmTouchedAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			in.Warm = w
+			in.Warm, in.CountSplits = w, true // counted by sections
 			warm, err := Write(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)

@@ -248,7 +248,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 		folded = e.counter.CountMessage(&span[0])
 	}
 	budget := cfg.briefingBudget(spanTokens, folded)
-	in := brief.Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count,
+	in := brief.Input{Head: head, Span: span, Previous: prev, BudgetTokens: budget, CountTokens: e.counter.Count, CountSplits: true,
 		Cache: e.steps, UserCapTokens: cfg.UserCapTokens, Focus: focus, Warm: kn.takeWarm()}
 	draft, err := e.brief(ctx, in)
 	if err != nil {
