@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -115,6 +116,21 @@ func FuzzSplice(f *testing.F) {
 		}
 		if err := Validate(out, Limits{}); err != nil {
 			t.Fatalf("spliced history invalid: %v", err)
+		}
+		// Into a result given up (as it was, changed in place, or cut), or
+		// into the history itself (which is not written), the splice is
+		// the same.
+		prev, _ := v.Splice(msgs, b)
+		prev[int(seed%uint64(len(prev)))].Content = Text("changed in place")
+		before := slices.Clone(msgs)
+		for k, dst := range [][]Message{prev, prev[:1], prev[:0], msgs, msgs[:0]} {
+			into, err := v.SpliceInto(dst, msgs, b)
+			if err != nil || !reflect.DeepEqual(into, out) {
+				t.Fatalf("SpliceInto, dst %d: %v; differs from Splice: %v", k, err, !reflect.DeepEqual(into, out))
+			}
+			if !reflect.DeepEqual(msgs, before) {
+				t.Fatalf("SpliceInto, dst %d: the history changed", k)
+			}
 		}
 		for j := range out {
 			if out[j].IsBriefing() && out[j].Metadata[MetaBoundary] == b.BoundaryID {

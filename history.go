@@ -148,8 +148,10 @@ type Validator struct {
 	// tells whether a user message (a briefing aside) was added.
 	pinned []int
 	user   bool
-	// wrapped is WrapBriefing(wrapFor), for Splice.
+	// wrapped is WrapBriefing(wrapFor), for Splice; wrappedValid tells
+	// whether it is valid UTF-8.
 	wrapFor, wrapped string
+	wrappedValid     bool
 }
 
 // NewValidator returns a Validator of an empty history.

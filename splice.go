@@ -64,6 +64,26 @@ func Splice(history []Message, b *Briefing) ([]Message, error) {
 // keep a tool call or result before the boundary, which may then lose its
 // pair, has the result validated whole, as Splice does.)
 func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
+	return v.splice(nil, false, history, b)
+}
+
+// SpliceInto is [Validator.Splice] with the result written into dst's
+// array when it has room, as append(dst[:0], ...) would, instead of a new
+// one: the caller gives dst up (it must not read it afterwards) and owns
+// the result. The messages dst already holds at their place in the result
+// (the same strings and slices, compared without reading their bytes) are
+// not written again, so an agent that hands back the result of its
+// previous turn, once it is done with it, splices at the cost of the
+// turn's new messages instead of a copy of every kept message, and
+// allocates nothing. A dst that shares memory with history is not used
+// (the result would overwrite history). A new array (dst nil or too
+// small) has room for some turns to come.
+func (v *Validator) SpliceInto(dst, history []Message, b *Briefing) ([]Message, error) {
+	return v.splice(dst, true, history, b)
+}
+
+// splice is Splice, or SpliceInto dst when into is set.
+func (v *Validator) splice(dst []Message, into bool, history []Message, b *Briefing) ([]Message, error) {
 	if v.err != nil {
 		return history, fmt.Errorf("briefd: history to splice is invalid: %w", v.err)
 	}
@@ -92,7 +112,13 @@ func (v *Validator) Splice(history []Message, b *Briefing) ([]Message, error) {
 			}
 		}
 	}
-	out, pos, err := spliceAt(history, head, v.briefingMessage(b), at)
+	var out []Message
+	var pos int
+	if into {
+		out, pos, err = spliceInto(dst, history, head, v.briefingMessage(b), at)
+	} else {
+		out, pos, err = spliceAt(history, head, v.briefingMessage(b), at)
+	}
 	if err != nil {
 		return history, err
 	}
@@ -130,8 +156,12 @@ func (v *Validator) checkSeam(history, out []Message, at, pos int, head []int) e
 	} else if k, kept := slices.BinarySearch(head, j); j >= 0 && kept {
 		return bad("duplicate id (first at #%d)", k)
 	}
-	if err := validUTF8(bm); err != "" {
-		return bad("%s is not valid UTF-8", err)
+	// The wrapped text is the one checked when it was wrapped (see
+	// briefingMessage): a briefing is spliced again every turn.
+	if !v.wrappedValid || !identicalString(bm.Content.Text, v.wrapped) || len(bm.Content.Parts) > 0 || bm.Name != "" {
+		if err := validUTF8(bm); err != "" {
+			return bad("%s is not valid UTF-8", err)
+		}
 	}
 	size := bm.Size()
 	if size > v.lim.MaxMessageBytes {
@@ -194,12 +224,78 @@ func spliceAt(history []Message, head []int, bm Message, at int) ([]Message, int
 	return out, len(head), nil
 }
 
+// spliceInto is spliceAt writing into dst's array when dst has room for
+// the result and shares no memory with history, and else into a new array
+// with room to grow by a few turns (dst is given up for the result, so the
+// room is the caller's). An element dst holds already is left as it is.
+func spliceInto(dst, history []Message, head []int, bm Message, at int) ([]Message, int, error) {
+	if len(head) == at {
+		return nil, 0, ErrNothingToSplice
+	}
+	n := len(head) + 1 + len(history) - at
+	if cap(dst) < n || overlaps(dst[:cap(dst)], history) {
+		out := make([]Message, 0, n+n/4+16)
+		for _, i := range head {
+			out = append(out, history[i])
+		}
+		out = append(out, bm)
+		return append(out, history[at:]...), len(head), nil
+	}
+	out := dst[:n]
+	for k, i := range head {
+		if !identical(&out[k], &history[i]) {
+			out[k] = history[i]
+		}
+	}
+	pos := len(head)
+	out[pos] = bm
+	tail := out[pos+1:]
+	for k := range tail {
+		if !identical(&tail[k], &history[at+k]) {
+			tail[k] = history[at+k]
+		}
+	}
+	return out, pos, nil
+}
+
+// identicalString reports whether x and y are the very same string (the
+// same bytes in memory), which implies equal.
+func identicalString(x, y string) bool {
+	return len(x) == len(y) && unsafe.StringData(x) == unsafe.StringData(y)
+}
+
+// overlaps reports whether a and b share memory.
+func overlaps(a, b []Message) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	size := unsafe.Sizeof(Message{})
+	a0, b0 := uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&b[0]))
+	return a0 < b0+uintptr(len(b))*size && b0 < a0+uintptr(len(a))*size
+}
+
+// identical reports whether a and b hold the very same strings, slices and
+// map: equal without reading a byte of their content. It must compare
+// every field of Message (TestIdenticalCoversMessage checks their number).
+func identical(a, b *Message) bool {
+	same := identicalString
+	return same(a.ID, b.ID) && a.Role == b.Role && same(a.Content.Text, b.Content.Text) &&
+		len(a.Content.Parts) == len(b.Content.Parts) && unsafe.SliceData(a.Content.Parts) == unsafe.SliceData(b.Content.Parts) &&
+		(a.Content.Parts == nil) == (b.Content.Parts == nil) &&
+		same(a.Name, b.Name) &&
+		len(a.ToolCalls) == len(b.ToolCalls) && unsafe.SliceData(a.ToolCalls) == unsafe.SliceData(b.ToolCalls) &&
+		(a.ToolCalls == nil) == (b.ToolCalls == nil) &&
+		same(a.ToolCallID, b.ToolCallID) && a.Pinned == b.Pinned &&
+		*(*unsafe.Pointer)(unsafe.Pointer(&a.Metadata)) == *(*unsafe.Pointer)(unsafe.Pointer(&b.Metadata))
+}
+
 // briefingMessage is BriefingMessage(b), with the wrapped text of the
 // briefing spliced last reused when b's text is the very same string (a
 // turn splices the briefing of the turn before, most of the time).
 func (v *Validator) briefingMessage(b *Briefing) Message {
-	if len(v.wrapFor) != len(b.Text) || unsafe.StringData(v.wrapFor) != unsafe.StringData(b.Text) || v.wrapped == "" {
+	if !identicalString(v.wrapFor, b.Text) || v.wrapped == "" {
 		v.wrapFor, v.wrapped = b.Text, WrapBriefing(b.Text)
+		v.wrappedValid = utf8.ValidString(v.wrapped)
 	}
 	return briefingMessage(b, v.wrapped)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,19 +34,17 @@ func turn(i int) []briefd.Message {
 	}
 }
 
-// report adds the p50 and p99 of lats (nanoseconds) to the benchmark.
-func report(b *testing.B, lats []time.Duration) {
+// report adds the p50 and p99 of lats (nanoseconds) to the benchmark and
+// returns the p50.
+func report(b *testing.B, lats []time.Duration) float64 {
 	if len(lats) == 0 {
-		return
+		return 0
 	}
-	slices.Sort(lats)
-	at := func(p float64) float64 {
-		i := min(len(lats)-1, max(0, int(float64(len(lats))*p+0.999999)-1))
-		return float64(lats[i].Nanoseconds())
-	}
-	b.ReportMetric(at(0.50), "p50-ns")
-	b.ReportMetric(at(0.99), "p99-ns")
+	p50 := float64(quantile(lats, 0.50).Nanoseconds())
+	b.ReportMetric(p50, "p50-ns")
+	b.ReportMetric(float64(quantile(lats, 0.99).Nanoseconds()), "p99-ns")
 	b.ReportMetric(float64(lats[len(lats)-1].Nanoseconds()), "max-ns")
+	return p50
 }
 
 func newClient(b *testing.B, nc *nats.Conn, opts ...client.Option) *client.Client {
@@ -199,8 +196,17 @@ func rawTurn(b *testing.B, conv string, i int, msgs []briefd.Message) []*nats.Ms
 //   - prepare: Client.Prepare without a watch, which is Latest plus a
 //     splice that checks only its seam, the history having been validated
 //     by the conversation's earlier Prepare (see briefd.Validator);
+//   - prepare-into: Client.PrepareInto, handed back the previous turn's
+//     result (the agent is done with it once the model has answered), so
+//     the kept messages are not copied again;
 //   - watch: Prepare with WithWatch, which reads the watched copy instead
 //     of the store.
+//
+// latest-splice, prepare and prepare-into also time a raw read of the
+// same bytes in the same loop, before the call on even iterations and
+// after it on odd ones, and report its p50 (get-p50-ns) and the ratio of
+// the two p50s (x-get): the goal compares them, and on a shared machine
+// the load moves between two sub-benchmarks more than the cost does.
 func BenchmarkLatestSplice(b *testing.B) {
 	h := historyOf(b, 1000)
 	at := 800
@@ -221,7 +227,7 @@ func BenchmarkLatestSplice(b *testing.B) {
 		{"redis", redisStore},
 	}
 	for _, st := range stores {
-		for _, mode := range []string{"get", "latest-splice", "prepare", "watch"} {
+		for _, mode := range []string{"get", "latest-splice", "prepare", "prepare-into", "watch"} {
 			b.Run(st.name+"/"+mode, func(b *testing.B) {
 				srv := natstest.Start(b)
 				nc, _ := srv.Connect(b)
@@ -257,8 +263,17 @@ func BenchmarkLatestSplice(b *testing.B) {
 				// h grows by a turn per iteration, as an agent's history
 				// does between two Prepares; a fresh conversation every
 				// turnsPerConversation turns keeps it near 1000 messages.
-				var hist []briefd.Message
-				var lats []time.Duration
+				var hist, prev []briefd.Message
+				var lats, getLats []time.Duration
+				paired := mode == "latest-splice" || mode == "prepare" || mode == "prepare-into"
+				timedGet := func() {
+					t0 := time.Now()
+					data, err := get(ctx)
+					getLats = append(getLats, time.Since(t0))
+					if err != nil || len(data) != len(raw) {
+						b.Fatalf("read %d bytes, want %d: %v", len(data), len(raw), err)
+					}
+				}
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
 					if i%turnsPerConversation == 0 {
@@ -272,6 +287,9 @@ func BenchmarkLatestSplice(b *testing.B) {
 						b.StartTimer()
 					}
 					hist = append(hist, turn(i)...)
+					if paired && i%2 == 0 {
+						timedGet()
+					}
 					t0 := time.Now()
 					var out []briefd.Message
 					var err error
@@ -288,6 +306,9 @@ func BenchmarkLatestSplice(b *testing.B) {
 						if lb, err = c.Latest(ctx, "conv"); err == nil {
 							out, err = client.Splice(hist, lb)
 						}
+					case "prepare-into":
+						out, _, err = c.PrepareInto(ctx, prev, "conv", hist)
+						prev = out
 					default:
 						out, _, err = c.Prepare(ctx, "conv", hist)
 					}
@@ -295,8 +316,16 @@ func BenchmarkLatestSplice(b *testing.B) {
 					if err != nil || len(out) >= len(hist) {
 						b.Fatalf("splice: %v (%d messages)", err, len(out))
 					}
+					if paired && i%2 == 1 {
+						timedGet()
+					}
 				}
-				report(b, lats)
+				p50 := report(b, lats)
+				if paired {
+					g := float64(quantile(getLats, 0.50).Nanoseconds())
+					b.ReportMetric(g, "get-p50-ns")
+					b.ReportMetric(p50/g, "x-get")
+				}
 				b.ReportMetric(float64(len(raw)), "briefing-bytes")
 			})
 		}

@@ -661,6 +661,30 @@ func (c *Client) Watch(ctx context.Context, conv string) (<-chan *briefd.Briefin
 // the turn, not the history. Another slice is validated whole; edit
 // messages it already saw in a copy, as for Publish.
 func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
+	return c.prepare(ctx, nil, false, conv, history)
+}
+
+// PrepareInto is [Client.Prepare] writing a spliced result into dst's
+// array, as append(dst[:0], ...) would, instead of a new one. It is for an
+// agent that is done with a turn's prepared history before it prepares the
+// next (it sent it to the model): it hands that result back as dst, gives
+// it up (dst must not be read or kept after the call, since the new result
+// overwrites it) and owns the new one. A turn then costs its new
+// messages: those dst already holds at their place in the result are not
+// copied again, and nothing is allocated while dst has room (a new array
+// has room for some turns). Prepare instead returns a new slice every
+// time, which costs a copy of every kept message (see
+// briefd.Validator.SpliceInto).
+//
+// When no briefing applies, PrepareInto returns history itself, as Prepare
+// does, and leaves dst alone; a dst that shares memory with history is not
+// written (a new array is used). Everything else is as for Prepare.
+func (c *Client) PrepareInto(ctx context.Context, dst []briefd.Message, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
+	return c.prepare(ctx, dst, true, conv, history)
+}
+
+// prepare is Prepare, or PrepareInto dst when into is set.
+func (c *Client) prepare(ctx context.Context, dst []briefd.Message, into bool, conv string, history []briefd.Message) ([]briefd.Message, *briefd.Briefing, error) {
 	history, err := c.number(history)
 	if err != nil {
 		return history, nil, fmt.Errorf("client: prepare %s: %w", conv, err)
@@ -710,7 +734,7 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 	if b == nil {
 		return history, nil, nil
 	}
-	out, err := c.splice(conv, history, b)
+	out, err := c.splice(conv, dst, into, history, b)
 	switch {
 	case errors.Is(err, briefd.ErrBoundaryMissing), errors.Is(err, briefd.ErrNothingToSplice):
 		return history, nil, nil
@@ -722,8 +746,9 @@ func (c *Client) Prepare(ctx context.Context, conv string, history []briefd.Mess
 
 // splice splices b into history, validating only what changed since the
 // conversation's last Prepare: history is checked as it grows (see
-// briefd.Validator) and the splice checks only what it adds.
-func (c *Client) splice(conv string, history []briefd.Message, b *briefd.Briefing) ([]briefd.Message, error) {
+// briefd.Validator) and the splice checks only what it adds. With into,
+// dst is given up for the result (see briefd.Validator.SpliceInto).
+func (c *Client) splice(conv string, dst []briefd.Message, into bool, history []briefd.Message, b *briefd.Briefing) ([]briefd.Message, error) {
 	e := c.conversation(conv)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -738,6 +763,9 @@ func (c *Client) splice(conv string, history []briefd.Message, b *briefd.Briefin
 		return briefd.Splice(history, b)
 	}
 	e.seen(history)
+	if into {
+		return e.v.SpliceInto(dst, history, b)
+	}
 	return e.v.Splice(history, b)
 }
 

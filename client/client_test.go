@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/client"
@@ -719,5 +721,61 @@ func TestLatestDecodesOnce(t *testing.T) {
 	next, err := c.Latest(t.Context(), "conv")
 	if err != nil || next.BoundaryID != "a4" || next.Text != "brief a4" {
 		t.Fatalf("Latest after a new briefing = %+v, %v", next, err)
+	}
+}
+
+// PrepareInto gives what Prepare gives, written into the array of the
+// result handed back (issue 12: a turn costs its new messages), also when
+// the agent changed that result; with no briefing it returns the history
+// itself and leaves dst alone, and it never writes into the history.
+func TestPrepareInto(t *testing.T) {
+	b := setup(t)
+	store, err := cache.NewKVStore(t.Context(), b.js, cache.KVConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, b.nc, client.WithKV(), client.WithTenant("t1"))
+	full := conversation(30)
+	h := make([]briefd.Message, 0, len(full)+8) // appends keep the array
+	h = append(h, full[:10]...)
+	got, br, err := c.PrepareInto(t.Context(), nil, "conv", h)
+	if err != nil || br != nil || unsafe.SliceData(got) != unsafe.SliceData(h) || len(got) != len(h) {
+		t.Fatalf("PrepareInto with no briefing = %d messages, %v, %v; want the history itself", len(got), br, err)
+	}
+	brief := &briefd.Briefing{Tenant: "t1", ConversationID: "conv", BoundaryID: "a3", Position: 8, Text: "brief"}
+	if _, err := store.Put(t.Context(), brief); err != nil {
+		t.Fatal(err)
+	}
+	var prev []briefd.Message
+	for end := 12; end <= 40; end += 2 {
+		h = append(h, full[len(h):end]...)
+		want, err := briefd.Splice(h, brief)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := slices.Clone(h)
+		got, br, err := c.PrepareInto(t.Context(), prev, "conv", h)
+		if err != nil || br == nil || br.BoundaryID != "a3" {
+			t.Fatalf("PrepareInto = %v, %v", br, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d messages: PrepareInto differs from briefd.Splice", end)
+		}
+		if !reflect.DeepEqual(h, before) {
+			t.Fatal("PrepareInto changed the history")
+		}
+		if prev != nil && cap(prev) >= len(got) && unsafe.SliceData(got) != unsafe.SliceData(prev) {
+			t.Errorf("%d messages: a new array although the result handed back had room", end)
+		}
+		if end%6 == 0 {
+			got[len(got)-1].Content = briefd.Text("changed by the agent")
+		}
+		prev = got
+	}
+	// The history's own array, handed back, is not written.
+	before := slices.Clone(h)
+	got, _, err = c.PrepareInto(t.Context(), h[:0], "conv", h)
+	if err != nil || !reflect.DeepEqual(h, before) || unsafe.SliceData(got) == unsafe.SliceData(h) {
+		t.Fatalf("PrepareInto into the history's array: %v; history kept %v", err, reflect.DeepEqual(h, before))
 	}
 }

@@ -33,6 +33,7 @@ type Pending struct {
 	fullList []byte
 	deps     []*Pending // the conversation's earlier snapshots still in flight at publish
 	st       *convState // its conversation, to re-send the manifest in order
+	gen      uint64     // st.gen when published (see convState.record)
 
 	done chan struct{} // closed once settled
 	// bodiesDone is closed once the bodies this snapshot sent are stored
@@ -188,6 +189,11 @@ func (p *Pending) own(pub *Publisher, key string) {
 		// The caller hears of it (Wait, OnDone); the client logs it once.
 		pub.cfg.Logger.Debug("queue: snapshot not stored", "conversation", key, "seq", p.res.Seq, "err", err)
 	}
+	// What became of the bodies is the conversation's to know before the
+	// snapshot counts as settled (its next publish relies on it).
+	p.st.mu.Lock()
+	p.st.record(p)
+	p.st.mu.Unlock()
 	// Drop the references to earlier snapshots, so that a conversation
 	// publishing faster than its acks does not chain them all in memory.
 	p.deps, p.list, p.st = nil, nil, nil

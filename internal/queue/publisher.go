@@ -228,7 +228,7 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 
 	// Encode every body and check that it can be sent before sending any.
 	limit := p.payloadLimit()
-	pend := &Pending{sent: PublishResult{Seq: st.seq + 1, Resent: resent}, list: next, st: st,
+	pend := &Pending{sent: PublishResult{Seq: st.seq + 1, Resent: resent}, list: next, st: st, gen: st.gen,
 		done: make(chan struct{}), bodiesDone: make(chan struct{}), manSent: make(chan struct{})}
 	if st.last != nil {
 		pend.prev = st.last.pend
@@ -390,6 +390,9 @@ type convState struct {
 	// deferred is a full manifest whose list is not written yet (see
 	// sendDeferred).
 	deferred *Pending
+	// gen counts resets; a snapshot records its bodies' outcome only in
+	// the generation it was published in (see record).
+	gen uint64
 }
 
 // auditWindow is how many earlier messages a publish of a grown slice
@@ -492,28 +495,12 @@ func (p *Pending) settledWithError() bool { return p.isDone() && p.err != nil }
 // The caller holds st.mu.
 func (st *convState) refresh(p *Publisher) {
 	if len(st.inflight) > 0 {
+		// A settled snapshot's owner recorded what became of its bodies
+		// (see record) before settling it.
 		keep := st.inflight[:0]
 		for _, d := range st.inflight {
 			if !d.isDone() {
 				keep = append(keep, d)
-				continue
-			}
-			for _, b := range d.bodies {
-				if b.err == nil {
-					// Stored, whichever snapshot sent it (a later one
-					// sends what an earlier one failed to).
-					st.bodies[b.hash] = nil
-					delete(st.resend, b.hash)
-					continue
-				}
-				if st.bodies[b.hash] != d {
-					continue
-				}
-				delete(st.bodies, b.hash)
-				if st.resend == nil {
-					st.resend = map[string]*sentBody{}
-				}
-				st.resend[b.hash] = b
 			}
 		}
 		clear(st.inflight[len(keep):])
@@ -552,6 +539,38 @@ func (st *convState) refresh(p *Publisher) {
 	}
 }
 
+// record takes in what became of the bodies d sent, once they are all
+// stored or failed for good: stored ones are known to the conversation,
+// failed ones are sent again with its next snapshot. d's owner calls it,
+// holding st.mu, just before it settles d, so that the agent's next
+// publish does not pay for it: a conversation's first snapshot sends every
+// body (thousands in a long history) and its bookkeeping would otherwise
+// fall on the turn after it. A snapshot published before the
+// conversation's last reset records nothing: the reset forgot what was
+// sent, so that everything is sent again.
+func (st *convState) record(d *Pending) {
+	if d.gen != st.gen || st.bodies == nil {
+		return
+	}
+	for _, b := range d.bodies {
+		if b.err == nil {
+			// Stored, whichever snapshot sent it (a later one
+			// sends what an earlier one failed to).
+			st.bodies[b.hash] = nil
+			delete(st.resend, b.hash)
+			continue
+		}
+		if st.bodies[b.hash] != d {
+			continue
+		}
+		delete(st.bodies, b.hash)
+		if st.resend == nil {
+			st.resend = map[string]*sentBody{}
+		}
+		st.resend[b.hash] = b
+	}
+}
+
 // reset forgets everything but the numbering, so the next snapshot is a
 // full manifest that sends every body again; the caller holds st.mu.
 // Snapshots still in flight settle on their own; none depends on them.
@@ -560,6 +579,7 @@ func (st *convState) reset() {
 	st.inflight, st.unsettled = nil, nil
 	st.last, st.acked, st.lastOpts = nil, nil, publishOpts{}
 	st.listJSON, st.ends, st.array = nil, nil, 0
+	st.gen++
 }
 
 // pubEntry is a list entry plus the fingerprint of the message it came from.
