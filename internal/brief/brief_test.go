@@ -526,6 +526,18 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"`from django"},
 		},
 		{
+			name: "an edit rejected again with other quoted text is one error, in its newest words",
+			build: func(b *spanBuilder) {
+				b.step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case A:\n  return t;", "new_str": "x"}`,
+					"ERROR:\nNo replacement was performed, old_str `case A:\n  return t;` did not appear verbatim in /w/src/match.c.").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case B:\n\treturn t;", "new_str": "x"}`,
+						"ERROR:\nNo replacement was performed, old_str `case B:\n\treturn t;` did not appear verbatim in /w/src/match.c.")
+			},
+			budget:   900,
+			wanted:   []string{"old_str `case B: ⏎ return t;` did not appear verbatim in /w/src/match.c. [m0003, m0005] (2 attempts, each quoting other text; the last quoted): unresolved"},
+			unwanted: []string{"`case A:"},
+		},
+		{
 			name: "a grep that matched only a binary file did not find nothing",
 			build: func(b *spanBuilder) {
 				b.bash("Search.", `grep -r "This queryset contains a reference" django/db/models`,

@@ -194,6 +194,9 @@ type errState struct {
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
+	// reworded marks an error seen again with other quoted text (an edit's
+	// old_str): its line is the newest wording.
+	reworded bool
 
 	// judged is the reaction of lastFailed that unrelatedTo was read from
 	// (see unrelated); lines memoizes its line (see model.errorTexts).
@@ -1125,6 +1128,15 @@ func firstNonEmpty(s []string) string {
 	return ""
 }
 
+// attemptShape is an error message with what it quotes left out ("old_str
+// `…` did not appear verbatim in …"): two rejections of an edit alike but
+// for the text they quote have the same shape.
+func attemptShape(line string) string {
+	return quotedRe.ReplaceAllString(line, "…")
+}
+
+var quotedRe = regexp.MustCompile("`[^`]*`|'[^'\n]*'|\"[^\"\n]*\"")
+
 // sideCommandRe matches an error of a file command beside the run ("cat:
 // /tmp/debug.log: No such file or directory" after sphinx-build): the run
 // itself started, so a later run that fails otherwise did not get past it.
@@ -1201,6 +1213,18 @@ func (m *model) trackError(s *step) {
 			e.lastFailed = s
 			e.n = s.n
 			e.count++
+			return
+		}
+		// An edit rejected again, for the same reason but with other
+		// text quoted (another old_str): one error, in its newest words.
+		if s.f.call.kind == kindEdit && e.key == key && e.resolved == "" && e.lastFailed.f.call.kind == kindEdit && attemptShape(e.line) == attemptShape(line) && attemptShape(line) != line {
+			e.line = line
+			e.at = o.errAt
+			e.ids = append(e.ids, s.id())
+			e.lastFailed = s
+			e.n = s.n
+			e.count++
+			e.reworded = true
 			return
 		}
 	}

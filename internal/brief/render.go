@@ -1080,6 +1080,9 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		if len(e.ids) > 3 {
 			ids = "[" + e.ids[0] + " … " + e.ids[len(e.ids)-1] + ", " + strconv.Itoa(len(e.ids)) + "×]"
 		}
+		if e.reworded {
+			ids += " (" + strconv.Itoa(len(e.ids)) + " attempts, each quoting other text; the last quoted)"
+		}
 		status := "unresolved"
 		if e.unrelated() {
 			status = "unresolved; reading it [" + e.lastFailed.lastID() + "], the agent judged it unrelated to its change"

@@ -108,8 +108,8 @@ func (m *model) stillFailing() (*errState, int) {
 	for _, e := range m.errors {
 		if e.open() {
 			open++
-			if e.n >= len(m.steps)-8 {
-				newest = e
+			if e.n >= len(m.steps)-8 && (newest == nil || e.n >= newest.n) {
+				newest = e // an error seen again is as new as its last sighting
 			}
 		}
 	}
@@ -239,15 +239,18 @@ func (m *model) nextText(quote int) string {
 		}
 	}
 	failing, _ := m.stillFailing()
-	for i := len(m.errors) - 1; i >= 0; i-- {
-		e := m.errors[i]
-		if e.open() && !e.unrelated() && e.n >= len(m.steps)-3 {
-			if e == failing {
-				// Quoted in full in the state, read just before.
-				return "resolve what still fails (STATE): \"" + clip(e.line, 60) + "\" [" + e.ids[len(e.ids)-1] + "]."
-			}
-			return "resolve \"" + clip(e.line, 140) + "\" [" + e.ids[len(e.ids)-1] + "]."
+	var open *errState // the newest open error, by its last sighting
+	for _, e := range m.errors {
+		if e.open() && !e.unrelated() && e.n >= len(m.steps)-3 && (open == nil || e.n >= open.n) {
+			open = e
 		}
+	}
+	if e := open; e != nil {
+		if e == failing {
+			// Quoted in full in the state, read just before.
+			return "resolve what still fails (STATE): \"" + clip(e.line, 60) + "\" [" + e.ids[len(e.ids)-1] + "]."
+		}
+		return "resolve \"" + clip(e.line, 140) + "\" [" + e.ids[len(e.ids)-1] + "]."
 	}
 	if m.finished != nil {
 		return "the agent called finish [" + m.finished.id() + "]; see the kept messages."
