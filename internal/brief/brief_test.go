@@ -538,6 +538,21 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"`case A:"},
 		},
 		{
+			name: "the index leaves out a name seen once in a listing, and keeps an exception",
+			build: func(b *spanBuilder) {
+				var names []string
+				for i := range 30 {
+					names = append(names, fmt.Sprintf("NOTE%c.md", 'A'+i))
+				}
+				b.bash("List.", "ls", rc(0, strings.Join(names, "\n"))).
+					bash("Run.", "python -c 'import sys'", rc(0, "ok")).
+					say("Earlier runs raised `TimeCapsuleError` somewhere; not now.")
+			},
+			budget:   2000,
+			wanted:   []string{"TimeCapsuleError"},
+			unwanted: []string{"NOTEZ.md", "NOTE^.md"},
+		},
+		{
 			name: "a grep that matched only a binary file did not find nothing",
 			build: func(b *spanBuilder) {
 				b.bash("Search.", `grep -r "This queryset contains a reference" django/db/models`,

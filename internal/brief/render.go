@@ -1727,6 +1727,12 @@ var languageWords = map[string]bool{"None": true, "True": true, "False": true, "
 	"true": true, "false": true, "undefined": true, "self": true, "this": true, "Exception": true, "Error": true,
 	"Object": true, "String": true, "Bool": true, "Int": true, "Any": true, "List": true, "Dict": true, "Optional": true}
 
+// indexFloor is the least score a name of the span needs to be listed:
+// a file name seen once in a listing (README.md) scores under it; a path,
+// an exception, a code, or a name the agent used scores over it. The
+// names of lines left out are listed whatever their score.
+const indexFloor = 4
+
 // indexNote says what the index is for: names to search the compacted
 // messages by, not facts.
 const indexNote = " (names in the compacted messages; expand_history finds them)"
@@ -1820,7 +1826,7 @@ func (l *layout) index(room, scale float64) string {
 	for len(base) > 0 || len(lost) > 0 {
 		switch {
 		case len(lost) == 0 || len(base) > 0 && !bonus[base[0].id] && base[0].score >= lost[0].score:
-			if !bonus[base[0].id] {
+			if !bonus[base[0].id] && base[0].score >= indexFloor {
 				try(base[0])
 			}
 			base = base[1:]
