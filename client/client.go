@@ -924,9 +924,11 @@ func (c *Client) forget(conv string, w *watched) {
 }
 
 // Forget stops the background watch of conv (see WithWatch), if any,
-// drops its cached briefing and its control (SetControl). Call it when a
-// conversation ends.
+// drops its cached briefing, its control (SetControl) and what the
+// publisher keeps of it (a later Publish sends a full snapshot). Call it
+// when a conversation ends.
 func (c *Client) Forget(conv string) {
+	c.pub.Forget(c.tenant, conv)
 	c.mu.Lock()
 	w, ok := c.watches[conv]
 	delete(c.watches, conv)

@@ -327,6 +327,14 @@ func (p *Publisher) PublishAsync(ctx context.Context, tenant, conv string, msgs 
 	return pend, nil
 }
 
+// Forget drops what the publisher keeps of a conversation (the fingerprints
+// of the messages it sent, about 300 bytes a message): its next publish
+// sends a full snapshot. Snapshots in flight are still acknowledged and
+// their full manifests still sent.
+func (p *Publisher) Forget(tenant, conv string) {
+	p.convs.remove(tenant + "." + conv)
+}
+
 // LastSeq returns the number of the newest snapshot of a conversation
 // this publisher published, or 0 when it published none (or forgot the
 // conversation, past Config.Conversations).

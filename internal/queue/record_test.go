@@ -86,3 +86,31 @@ func TestOwnerRecordsBodies(t *testing.T) {
 		t.Errorf("after a reset: full %v, %d bodies sent, want a full manifest and %d", r.Full, r.Bodies, len(msgs))
 	}
 }
+
+// Forget drops a conversation's fingerprints: the next publish is a full
+// snapshot that sends every body again, numbered above the forgotten ones.
+func TestPublisherForget(t *testing.T) {
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	cfg := Config{}
+	if err := EnsureStreams(t.Context(), js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	pub := NewPublisher(js, cfg)
+	msgs := []briefd.Message{{ID: "m1", Role: briefd.RoleUser, Content: briefd.Text("hello")}, {ID: "m2", Role: briefd.RoleAssistant, Content: briefd.Text("hi")}}
+	first, err := pub.Publish(t.Context(), "acme", "c1", msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub.Forget("acme", "c1")
+	if _, ok := pub.convs.get("acme.c1"); ok || pub.LastSeq("acme", "c1") != 0 {
+		t.Fatal("the conversation is still kept after Forget")
+	}
+	again, err := pub.Publish(t.Context(), "acme", "c1", msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Full || again.Duplicate || again.Bodies != len(msgs) || again.Seq <= first.Seq {
+		t.Errorf("after Forget: %+v (before: %+v), want a full snapshot sending every body, numbered above", again, first)
+	}
+}
