@@ -601,6 +601,15 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"1. Flight HAT052: Departure 03:00 EST, Economy Price $125; 2. Flight HAT102: Departure 21:00 EST, Economy Price $117 Which one would you like?"},
 		},
 		{
+			name: "a bulleted list is told without its bullets",
+			build: func(b *spanBuilder) {
+				b.user("Change it.").
+					say("Here are the details:\n\n- **Flight:** HAT229\n- **Total Cost:** $239\n\nPlease confirm.")
+			},
+			budget: 600,
+			wanted: []string{`"Here are the details: Flight: HAT229; Total Cost: $239 Please confirm."`},
+		},
+		{
 			name: "options of options: each told whole, repeated keys given once when room is short, the rest counted",
 			build: func(b *spanBuilder) {
 				opt := func(n int, a, c string) string {

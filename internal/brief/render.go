@@ -1320,9 +1320,9 @@ func parseList(lines []string) []*listNode {
 		for len(stack) > 1 && stack[len(stack)-1].indent >= n.indent {
 			stack = stack[:len(stack)-1]
 		}
-		if len(stack) > 1 {
-			// A sub-item speaks without its marker; a top item keeps
-			// its number ("2. ...") for the reader to refer to.
+		if len(stack) > 1 || strings.IndexAny(t[:1], "-*•") == 0 || strings.HasPrefix(t, "•") {
+			// An item speaks without its bullet; a top item keeps its
+			// number ("2. ...") for the reader to refer to.
 			n.text = strings.TrimSpace(strings.TrimLeft(t, "-*• "))
 		}
 		parent := stack[len(stack)-1]
