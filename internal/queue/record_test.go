@@ -15,13 +15,7 @@ import (
 // for the next publish to take in but the settled snapshot itself; a
 // snapshot published before a reset records nothing.
 func TestOwnerRecordsBodies(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := srv.Connect(t)
-	cfg := Config{}
-	if err := EnsureStreams(t.Context(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
-	pub := NewPublisher(js, cfg)
+	pub := newTestPublisher(t)
 	msgs := make([]briefd.Message, 0, 64)
 	for i := range 40 {
 		msgs = append(msgs, briefd.Message{ID: fmt.Sprintf("m%d", i), Role: briefd.RoleUser, Content: briefd.Text(fmt.Sprintf("message %d", i))})
@@ -90,13 +84,7 @@ func TestOwnerRecordsBodies(t *testing.T) {
 // Forget drops a conversation's fingerprints: the next publish is a full
 // snapshot that sends every body again, numbered above the forgotten ones.
 func TestPublisherForget(t *testing.T) {
-	srv := natstest.Start(t)
-	_, js := srv.Connect(t)
-	cfg := Config{}
-	if err := EnsureStreams(t.Context(), js, cfg); err != nil {
-		t.Fatal(err)
-	}
-	pub := NewPublisher(js, cfg)
+	pub := newTestPublisher(t)
 	msgs := []briefd.Message{{ID: "m1", Role: briefd.RoleUser, Content: briefd.Text("hello")}, {ID: "m2", Role: briefd.RoleAssistant, Content: briefd.Text("hi")}}
 	first, err := pub.Publish(t.Context(), "acme", "c1", msgs)
 	if err != nil {
@@ -113,4 +101,16 @@ func TestPublisherForget(t *testing.T) {
 	if !again.Full || again.Duplicate || again.Bodies != len(msgs) || again.Seq <= first.Seq {
 		t.Errorf("after Forget: %+v (before: %+v), want a full snapshot sending every body, numbered above", again, first)
 	}
+}
+
+// newTestPublisher is a publisher on a fresh embedded server's streams.
+func newTestPublisher(t *testing.T) *Publisher {
+	t.Helper()
+	srv := natstest.Start(t)
+	_, js := srv.Connect(t)
+	cfg := Config{}
+	if err := EnsureStreams(t.Context(), js, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return NewPublisher(js, cfg)
 }
