@@ -303,19 +303,31 @@ type noteLines struct {
 }
 
 // noteLine returns the memo of notes[k], made again if the note is not
-// the one it was made from.
+// the one it was made from. The memo is by index, in order, so the notes
+// before k that have none are given theirs first: buildNotes ranks a
+// message's notes (a run) before it walks them in order, and skips those
+// ranked out, so memos made only for the k asked would leave gaps past
+// which nothing is kept, and the notes there would be weighed again, each
+// against every note of its run, at every Write. The pointer is valid
+// until the next call.
 func (m *model) noteLine(k int) *noteLines {
 	nt := m.notes[k]
 	if k < len(m.notesAt) && m.notesAt[k].id == nt.id && m.notesAt[k].text == nt.text {
 		return &m.notesAt[k]
 	}
-	nl := noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
-		ids: []string{nt.id}}
-	if k > len(m.notesAt) {
-		return &nl // not kept: the memo is by index, in order
+	if k < len(m.notesAt) {
+		m.notesAt = m.notesAt[:k] // the memos from k on were of other notes
 	}
-	m.notesAt = append(m.notesAt[:k], nl)
+	for len(m.notesAt) <= k {
+		m.notesAt = append(m.notesAt, newNoteLines(m.notes[len(m.notesAt)]))
+	}
 	return &m.notesAt[k]
+}
+
+// newNoteLines reads what a note's line reads of the note.
+func newNoteLines(nt note) noteLines {
+	return noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
+		ids: []string{nt.id}}
 }
 
 // noteTexts returns the texts of a note's line, written by write once.
