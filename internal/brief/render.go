@@ -1159,6 +1159,9 @@ func (l *layout) buildNotes(recency func(int) float64) {
 	// A long reasoning yields many sentences: the three weightiest of one
 	// message are quoted (a run of them out of their argument reads as
 	// noise; expand_history has the whole).
+	if len(m.notes) > 0 {
+		m.noteLine(len(m.notes) - 1) // every note's memo made, before items are taken from them
+	}
 	rank := make([]int, len(m.notes)) // among its message's notes (a run of them), by weight
 	for a := 0; a < len(m.notes); {
 		b := a + 1
@@ -1179,7 +1182,7 @@ func (l *layout) buildNotes(recency func(int) float64) {
 			continue
 		}
 		nl := m.noteLine(k)
-		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids}
+		it := nl.noteItem(item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids})
 		if first && nl.hypothesis {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
