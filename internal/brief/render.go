@@ -156,8 +156,8 @@ type layout struct {
 	// every item in print order (printOrder).
 	byPrio []*item
 	sorted []*item
-	// leftAt counts the steps left out by position (omittedText).
-	leftAt []int32
+	// left counts what the last choice left out (omittedText).
+	left leftOut
 	// memo keeps the sections' texts and counts (see pieces.go);
 	// countSplits is Input.CountSplits.
 	memo        *pieceMemo
@@ -1162,6 +1162,9 @@ func (l *layout) buildNotes(recency func(int) float64) {
 	// A long reasoning yields many sentences: the three weightiest of one
 	// message are quoted (a run of them out of their argument reads as
 	// noise; expand_history has the whole).
+	if len(m.notes) > 0 {
+		m.noteLine(len(m.notes) - 1) // every note's memo made, before items are taken from them
+	}
 	rank := make([]int, len(m.notes)) // among its message's notes (a run of them), by weight
 	for a := 0; a < len(m.notes); {
 		b := a + 1
@@ -1182,7 +1185,7 @@ func (l *layout) buildNotes(recency func(int) float64) {
 			continue
 		}
 		nl := m.noteLine(k)
-		it := &item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids}
+		it := nl.noteItem(item{sec: secNotes, prio: 3 + 3*recency(nt.n) + nl.weight, order: float64(nt.n) + float64(k)/1000, ids: nl.ids})
 		if first && nl.hypothesis {
 			// The first hypothesis frames what the steps after it were
 			// testing: it outlasts its age.
@@ -2040,97 +2043,34 @@ func isCode(id string) bool {
 
 // omittedText names the steps and earlier items left out, by message ids.
 func (l *layout) omittedText() string {
-	// The steps left out are counted by position and listed in order: a
-	// pass over the span's steps instead of a sort of the thousand left
-	// out of a long span.
-	nLeft := 0
-	if cap(l.leftAt) < len(l.m.steps) {
-		l.leftAt = make([]int32, len(l.m.steps))
-	}
-	leftAt := l.leftAt[:len(l.m.steps)]
-	clear(leftAt)
-	var keys []string
-	other := map[section][]string{}
-	for _, it := range l.items {
-		if it.level >= 0 || it.header {
-			continue
-		}
-		for _, s := range it.steps {
-			leftAt[s.n]++
-		}
-		nLeft += len(it.steps)
-		switch {
-		case len(it.steps) > 0:
-		case it.key != "":
-			keys = append(keys, it.key+" ["+strings.Join(headLines(it.ids, 1), "")+"]")
-		default:
-			other[it.sec] = append(other[it.sec], it.ids...)
-		}
-	}
-
-	if nLeft == 0 && len(other) == 0 && len(keys) == 0 {
+	// The steps left out are counted by position and listed in order,
+	// the count kept from the last choice (countLeftOut).
+	lo := l.countLeftOut()
+	if lo.steps == 0 && !lo.other && lo.keys == 0 {
 		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
 			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
 		}
 		return ""
 	}
-	left := make([]*step, 0, nLeft)
-	for n, c := range leftAt {
-		for range c {
-			left = append(left, l.m.steps[n])
-		}
-	}
 	var parts []string
-	if len(left) > 0 {
-		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+idRuns(left, l.m))
+	if lo.steps > 0 {
+		kinds, runs := lo.stepsText(l.m)
+		parts = append(parts, plural(lo.steps, "step")+" ("+kinds+") at "+runs)
 	}
-	if len(keys) > 0 {
-		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
+	if lo.keys > 0 {
+		keys := make([]string, len(lo.keyed))
+		for i, it := range lo.keyed {
+			keys[i] = it.key + " [" + strings.Join(headLines(it.ids, 1), "") + "]"
+		}
+		parts = append(parts, "the lines of "+strings.Join(keys, ", ")+moreCount(lo.keys, keyedShown))
 	}
 	for sec := secTask; sec < numSections; sec++ {
-		if ids := other[sec]; len(ids) > 0 {
-			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids))
+		if ids := lo.cited[sec]; ids.n > 0 {
+			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids.ids()))
 		}
 	}
 	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
 		parts = append(parts, "earlier, lines citing "+rangeOf(mentionedIDs(p.leftOut)))
 	}
 	return strings.Join(parts, "; ") + "."
-}
-
-// idRuns compresses the steps' ids into runs of consecutive steps: "m0041–m0049,
-// m0055".
-func idRuns(steps []*step, m *model) string {
-	var runs []string
-	start, prev := -1, -1
-	flush := func() {
-		if start < 0 {
-			return
-		}
-		if start == prev {
-			runs = append(runs, m.steps[start].id())
-		} else {
-			runs = append(runs, m.steps[start].id()+"–"+m.steps[prev].lastID())
-		}
-		start = -1
-	}
-	for _, s := range steps {
-		// A step stands for its message's calls: the run goes on from the
-		// last of them.
-		p := m.lastCall(s)
-		if start >= 0 && p == prev+1 {
-			prev = p
-			continue
-		}
-		flush()
-		if len(runs) > 12 {
-			break // the runs past 12 are not named
-		}
-		start, prev = p, p
-	}
-	flush()
-	if len(runs) > 12 {
-		runs = append(runs[:12], "…")
-	}
-	return strings.Join(runs, ", ")
 }

@@ -69,11 +69,11 @@ func (w *Warm) Bytes() int {
 
 // layoutBytes approximates what the layout keeps in the model between
 // calls: the memoized texts and JSON, and the indexes (a few words per
-// step, identifier or note).
+// step, identifier or note, and a note's kept item).
 func (m *model) layoutBytes() int {
 	return m.memoBytes + m.entriesBytes + m.lastEntriesBytes +
 		48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) +
-		160*len(m.notesAt) + 8*len(m.grouped) + 48*len(m.groups)
+		480*len(m.notesAt) + 8*len(m.grouped) + 48*len(m.groups)
 }
 
 // Reset empties w.
@@ -293,29 +293,55 @@ func (m *model) stepsOn(f *fileState) []*step {
 }
 
 // noteLines is what a note's line reads of the note, kept per note: its
-// weight, whether it is a hypothesis, its ids and texts (written once).
+// weight, whether it is a hypothesis, its ids and texts (written once),
+// and its item, reused from Write to Write (noteItem) so that the
+// identifiers read from its texts and their uses are kept too.
 type noteLines struct {
 	id, text   string
 	weight     float64
 	hypothesis bool
 	ids        []string
 	texts      [levels]string
+	it         item
+}
+
+// noteItem sets the memo's item to it, keeping the identifiers read from
+// the note's texts (which do not change) and their uses, and returns it.
+// The memo is by index in a slice that grows: buildNotes makes every
+// note's memo (noteLine of the last) before it takes an item, so that no
+// item is left in an array the memo no longer holds.
+func (nl *noteLines) noteItem(it item) *item {
+	it.identsAt, it.usesAt = nl.it.identsAt, nl.it.usesAt
+	nl.it = it
+	return &nl.it
 }
 
 // noteLine returns the memo of notes[k], made again if the note is not
-// the one it was made from.
+// the one it was made from. The memo is by index, in order, so the notes
+// before k that have none are given theirs first: buildNotes ranks a
+// message's notes (a run) before it walks them in order, and skips those
+// ranked out, so memos made only for the k asked would leave gaps past
+// which nothing is kept, and the notes there would be weighed again, each
+// against every note of its run, at every Write. The pointer is valid
+// until the next call.
 func (m *model) noteLine(k int) *noteLines {
 	nt := m.notes[k]
 	if k < len(m.notesAt) && m.notesAt[k].id == nt.id && m.notesAt[k].text == nt.text {
 		return &m.notesAt[k]
 	}
-	nl := noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
-		ids: []string{nt.id}}
-	if k > len(m.notesAt) {
-		return &nl // not kept: the memo is by index, in order
+	if k < len(m.notesAt) {
+		m.notesAt = m.notesAt[:k] // the memos from k on were of other notes
 	}
-	m.notesAt = append(m.notesAt[:k], nl)
+	for len(m.notesAt) <= k {
+		m.notesAt = append(m.notesAt, newNoteLines(m.notes[len(m.notesAt)]))
+	}
 	return &m.notesAt[k]
+}
+
+// newNoteLines reads what a note's line reads of the note.
+func newNoteLines(nt note) noteLines {
+	return noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
+		ids: []string{nt.id}}
 }
 
 // noteTexts returns the texts of a note's line, written by write once.

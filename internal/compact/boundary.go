@@ -29,6 +29,15 @@ type cut struct {
 // message, an assistant message with tool calls, a spliced briefing) is
 // an error matching briefd.ErrInvalidControl.
 func pinnedFlags(msgs []briefd.Message, pin []string) ([]bool, error) {
+	flags, _, err := pinnedFlagsFrom(msgs, pin, make([]bool, 0, len(msgs)), 0)
+	return flags, err
+}
+
+// pinnedFlagsFrom appends to flags, pinnedFlags of msgs[:len(flags)],
+// those of the messages after them; user is one more than the index of the
+// first user message among msgs[:len(flags)] that is not a briefing (0:
+// none), and it returns that of all msgs.
+func pinnedFlagsFrom(msgs []briefd.Message, pin []string, flags []bool, user int) ([]bool, int, error) {
 	var byID map[string]bool
 	if len(pin) > 0 {
 		byID = make(map[string]bool, len(pin))
@@ -36,35 +45,34 @@ func pinnedFlags(msgs []briefd.Message, pin []string) ([]bool, error) {
 			byID[id] = true
 		}
 	}
-	flags := make([]bool, len(msgs))
-	seenUser := false
-	for i := range msgs {
+	for i := len(flags); i < len(msgs); i++ {
 		m := &msgs[i]
+		flag := false
 		if byID[m.ID] {
 			switch {
 			case m.IsBriefing():
-				return nil, fmt.Errorf("%w: pin %q: a spliced briefing is folded into the next one, never pinned", briefd.ErrInvalidControl, m.ID)
+				return nil, 0, fmt.Errorf("%w: pin %q: a spliced briefing is folded into the next one, never pinned", briefd.ErrInvalidControl, m.ID)
 			case m.Role == briefd.RoleTool:
-				return nil, fmt.Errorf("%w: pin %q: a tool message cannot be pinned (its call would be compacted without it)", briefd.ErrInvalidControl, m.ID)
+				return nil, 0, fmt.Errorf("%w: pin %q: a tool message cannot be pinned (its call would be compacted without it)", briefd.ErrInvalidControl, m.ID)
 			case len(m.ToolCalls) > 0:
-				return nil, fmt.Errorf("%w: pin %q: an assistant message with tool calls cannot be pinned (its results would be compacted without it)", briefd.ErrInvalidControl, m.ID)
+				return nil, 0, fmt.Errorf("%w: pin %q: an assistant message with tool calls cannot be pinned (its results would be compacted without it)", briefd.ErrInvalidControl, m.ID)
 			}
-			flags[i] = true
+			flag = true
 		}
-		if m.IsBriefing() {
-			continue
+		if !m.IsBriefing() {
+			switch {
+			case m.Role == briefd.RoleSystem || m.Pinned:
+				flag = true
+			case m.Role == briefd.RoleUser && user == 0:
+				flag = true
+			}
+			if m.Role == briefd.RoleUser && user == 0 {
+				user = i + 1
+			}
 		}
-		switch {
-		case m.Role == briefd.RoleSystem || m.Pinned:
-			flags[i] = true
-		case m.Role == briefd.RoleUser && !seenUser:
-			flags[i] = true
-		}
-		if m.Role == briefd.RoleUser {
-			seenUser = true
-		}
+		flags = append(flags, flag)
 	}
-	return flags, nil
+	return flags, user, nil
 }
 
 // pinnedByID returns the ids of the messages of head that are pinned only

@@ -212,7 +212,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
 	}
-	pinned, err := pinnedFlags(msgs, req.Control.Pin)
+	pinned, err := kn.pinnedFlags(msgs, req.Control.Pin)
 	if err != nil {
 		return nil, fmt.Errorf("compact: conversation %q: %w", req.ConversationID, err)
 	}
@@ -241,7 +241,7 @@ func (e *Engine) Compact(ctx context.Context, req Request) (*Result, error) {
 	}
 	reason := strings.Join(append([]string{why}, at.notes...), "; ")
 
-	head, span, spanTokens, pinnedTokens := splitSpan(msgs, counts, pinned, at.index)
+	head, span, spanTokens, pinnedTokens := kn.splitSpan(msgs, counts, pinned, at.index)
 	prev := matchPrevious(req.Previous, span)
 	folded := 0
 	if len(span) > 0 && span[0].IsBriefing() {
@@ -403,7 +403,18 @@ func summarizeContext(ctx context.Context) (context.Context, context.CancelFunc)
 // are slices of msgs (clipped: nobody appends into the caller's array);
 // else copies, allocated once.
 func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int) (head, span []briefd.Message, spanTokens, pinnedTokens int) {
-	nPinned, lead := 0, 0
+	nPinned, lead, spanTokens, pinnedTokens := splitCounts(counts, pinned, boundary)
+	if nPinned == lead {
+		return msgs[:lead:lead], msgs[lead:boundary:boundary], spanTokens, pinnedTokens
+	}
+	head, span = splitCopy(msgs, pinned, boundary, nPinned)
+	return head, span, spanTokens, pinnedTokens
+}
+
+// splitCounts returns, of the messages before boundary, how many are
+// pinned, how many lead (all pinned), and the tokens of the others and of
+// the pinned ones.
+func splitCounts(counts []int, pinned []bool, boundary int) (nPinned, lead, spanTokens, pinnedTokens int) {
 	for i := range boundary {
 		if pinned[i] {
 			pinnedTokens += counts[i]
@@ -415,9 +426,12 @@ func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int)
 			lead = i + 1
 		}
 	}
-	if nPinned == lead {
-		return msgs[:lead:lead], msgs[lead:boundary:boundary], spanTokens, pinnedTokens
-	}
+	return nPinned, lead, spanTokens, pinnedTokens
+}
+
+// splitCopy copies the pinned messages before boundary (nPinned of them)
+// and the others, each into an array of its own.
+func splitCopy(msgs []briefd.Message, pinned []bool, boundary, nPinned int) (head, span []briefd.Message) {
 	head = make([]briefd.Message, 0, nPinned)
 	span = make([]briefd.Message, 0, boundary-nPinned)
 	for i := range boundary {
@@ -427,7 +441,7 @@ func splitSpan(msgs []briefd.Message, counts []int, pinned []bool, boundary int)
 			span = append(span, msgs[i])
 		}
 	}
-	return head, span, spanTokens, pinnedTokens
+	return head, span
 }
 
 // matchPrevious returns prev when the span begins with its briefing

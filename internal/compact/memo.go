@@ -144,6 +144,9 @@ type memo struct {
 	warm     atomic.Pointer[brief.Warm]
 	warmUpto int
 	warmHeld int
+	// split is the pinned flags of msgs and their split at the boundary
+	// compacted last (split.go), for the unchanged prefix.
+	split splitMemo
 }
 
 // hashMark is the SHA-256 state after hashing the span messages among
@@ -187,6 +190,7 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*known, error) {
 	same := m.prefix(msgs)
 	m.gen++
 	m.marks = dropMarks(m.marks, same)
+	m.split.cut(same)
 	if same < m.warmUpto {
 		m.warmUpto = 0
 		m.owner.setWarm(m, nil)
@@ -212,7 +216,7 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*known, error) {
 	}
 	m.msgs = append(m.msgs[:same], msgs[same:]...)
 	m.counts = counts
-	m.owner.resize(m, len(m.msgs))
+	m.owner.resize(m, len(m.msgs)+m.split.held())
 	// The request's own counts: the memo's grow in place under later
 	// requests.
 	return &known{counts: slices.Clone(counts), total: total, m: m, gen: m.gen, same: same, v: m.v}, nil
@@ -222,6 +226,7 @@ func (e *Engine) prepare(ctx context.Context, req Request) (*known, error) {
 func (m *memo) forget() {
 	m.gen++
 	m.msgs, m.counts, m.v, m.marks = nil, nil, nil, nil
+	m.split = splitMemo{}
 	m.warmUpto = 0
 	m.owner.resize(m, 0)
 	m.owner.setWarm(m, nil)

@@ -1,0 +1,172 @@
+package brief
+
+import (
+	"strconv"
+	"strings"
+)
+
+// What the left-out line counts, kept between the choices of one fit.
+// A fit chooses several times (a scale, then corrections), and each
+// choice leaves out nearly the items the one before did: the steps left
+// out are counted by position, and a choice adds or takes away the steps
+// of the items whose place changed, instead of counting the thousand left
+// out of a long span again. The layout's items do not change after build,
+// so an item is known by its index.
+
+// leftOut is the count of what the last choice left out.
+type leftOut struct {
+	// at counts the steps left out by position; steps is their sum.
+	at    []int32
+	steps int
+	// was holds, by item, whether the item's steps are in at.
+	was []bool
+	// keyed are the first keyedShown items left out that tell no step
+	// and name an object (a path, a record), of keys in all.
+	keyed []*item
+	keys  int
+	// cited holds, by section, the ids of the items left out that tell
+	// no step and name no object; other says whether there were any such
+	// items, with ids or not.
+	cited [numSections]idRange
+	other bool
+}
+
+// keyedShown is how many objects the left-out line names.
+const keyedShown = 8
+
+// countLeftOut brings l.left up to the items' chosen levels.
+func (l *layout) countLeftOut() *leftOut {
+	lo := &l.left
+	if len(lo.was) != len(l.items) || len(lo.at) != len(l.m.steps) {
+		*lo = leftOut{at: make([]int32, len(l.m.steps)), was: make([]bool, len(l.items))}
+	}
+	lo.keyed, lo.keys, lo.cited, lo.other = lo.keyed[:0], 0, [numSections]idRange{}, false
+	for i, it := range l.items {
+		left := it.level < 0 && !it.header
+		if left != lo.was[i] {
+			d := int32(1)
+			if !left {
+				d = -1
+			}
+			for _, s := range it.steps {
+				lo.at[s.n] += d
+			}
+			lo.steps += int(d) * len(it.steps)
+			lo.was[i] = left
+		}
+		switch {
+		case !left || len(it.steps) > 0:
+		case it.key != "":
+			if lo.keys < keyedShown {
+				lo.keyed = append(lo.keyed, it)
+			}
+			lo.keys++
+		default:
+			lo.cited[it.sec].add(it.ids)
+			lo.other = true
+		}
+	}
+	return lo
+}
+
+// stepsText says what the steps left out were, in their order (each as
+// many times as items left out tell it): how many of each kind, the kinds
+// in the order they first occur (countKinds), and their runs of ids
+// (stepRuns). One pass over the positions: the runs stop at twelve.
+func (lo *leftOut) stepsText(m *model) (kinds, runs string) {
+	var counts [256]int
+	var order []kind
+	r := stepRuns{m: m, start: -1, prev: -1}
+	for n, c := range lo.at {
+		if c == 0 {
+			continue
+		}
+		s := m.steps[n]
+		k := s.f.call.kind
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k] += int(c)
+		for range c {
+			r.add(s)
+		}
+	}
+	parts := make([]string, 0, len(order))
+	for _, k := range order {
+		parts = append(parts, strconv.Itoa(counts[k])+" "+k.String())
+	}
+	return strings.Join(parts, ", "), r.String()
+}
+
+// stepRuns compresses steps' ids, added in order, into runs of consecutive
+// steps: "m0041–m0049, m0055". A step stands for its message's calls: the
+// run goes on from the last of them. The runs past 12 are not named.
+type stepRuns struct {
+	m           *model
+	runs        []string
+	start, prev int
+	done        bool
+}
+
+func (r *stepRuns) flush() {
+	if r.start < 0 {
+		return
+	}
+	if r.start == r.prev {
+		r.runs = append(r.runs, r.m.steps[r.start].id())
+	} else {
+		r.runs = append(r.runs, r.m.steps[r.start].id()+"–"+r.m.steps[r.prev].lastID())
+	}
+	r.start = -1
+}
+
+func (r *stepRuns) add(s *step) {
+	if r.done {
+		return
+	}
+	p := r.m.lastCall(s)
+	if r.start >= 0 && p == r.prev+1 {
+		r.prev = p
+		return
+	}
+	r.flush()
+	if len(r.runs) > 12 {
+		r.done = true
+		return
+	}
+	r.start, r.prev = p, p
+}
+
+func (r *stepRuns) String() string {
+	r.flush()
+	if len(r.runs) > 12 {
+		r.runs = append(r.runs[:12], "…")
+	}
+	return strings.Join(r.runs, ", ")
+}
+
+// idRange is what rangeOf reads of a list of ids added in parts: its
+// first three ids, its last, and how many.
+type idRange struct {
+	n    int
+	head [3]string
+	last string
+}
+
+func (r *idRange) add(ids []string) {
+	for _, id := range ids {
+		if r.n < len(r.head) {
+			r.head[r.n] = id
+		}
+		r.last = id
+		r.n++
+	}
+}
+
+// ids returns a list rangeOf writes as it writes the whole list.
+func (r *idRange) ids() []string {
+	if r.n <= len(r.head) {
+		return r.head[:r.n]
+	}
+	return []string{r.head[0], r.head[1], r.head[2], r.last}
+}

@@ -1,0 +1,146 @@
+package brief
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/briefd/briefd"
+)
+
+// TestOmittedKeptBetweenChoices checks the left-out line counted from the
+// last choice's count (countLeftOut) against one counted afresh by the
+// reference below (the line as written before the count was kept), for
+// the layouts of the histories' briefings, chained and not, at a sequence
+// of scales (a fit's corrections, far jumps, the mandatory part alone
+// between) and with levels set at random.
+func TestOmittedKeptBetweenChoices(t *testing.T) {
+	count := counter(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := 0
+	for name, msgs := range histories(t) {
+		head, span := headAndSpan(msgs)
+		var prev *briefd.Briefing
+		if k := len(span) / 3; k > 0 && n%2 == 1 {
+			first := write(t, span[:k], 600)
+			prev = &briefd.Briefing{BoundaryID: span[k].ID, Text: first.Text, Structured: first.Structured}
+			span = append([]briefd.Message{briefd.BriefingMessage(prev)}, span[k:]...)
+		}
+		n++
+		m := build(head, span, prev, nil)
+		l := &layout{m: m, budget: 1200, count: count, indexShare: indexShare(m), memo: new(pieceMemo), countSplits: true}
+		l.head = header(m, 0)
+		l.build(DefaultUserCapTokens)
+		_, l.indexNeed = m.namedIdents()
+		check := func(what string) {
+			t.Helper()
+			if got, want := l.omittedText(), referenceOmitted(l); got != want {
+				t.Fatalf("%s, %s: left-out line\n%q\nwant\n%q", name, what, got, want)
+			}
+		}
+		for _, scale := range []float64{1, 0.87, 0.93, 0.9, 3, 0.2, 1} {
+			l.choose(scale)
+			check(fmt.Sprintf("scale %g", scale))
+		}
+		l.mandatoryTokens()
+		check("mandatory")
+		for round := range 20 {
+			for _, it := range l.items {
+				if rng.IntN(4) == 0 {
+					it.level = rng.IntN(levels+1) - 1
+				}
+			}
+			check(fmt.Sprintf("random levels %d", round))
+		}
+	}
+}
+
+// referenceOmitted is omittedText as written before the count was kept
+// between choices: every item's steps counted again, then listed in
+// order, their kinds counted by countKinds.
+func referenceOmitted(l *layout) string {
+	leftAt := make([]int32, len(l.m.steps))
+	nLeft := 0
+	var keys []string
+	other := map[section][]string{}
+	for _, it := range l.items {
+		if it.level >= 0 || it.header {
+			continue
+		}
+		for _, s := range it.steps {
+			leftAt[s.n]++
+		}
+		nLeft += len(it.steps)
+		switch {
+		case len(it.steps) > 0:
+		case it.key != "":
+			keys = append(keys, it.key+" ["+strings.Join(headLines(it.ids, 1), "")+"]")
+		default:
+			other[it.sec] = append(other[it.sec], it.ids...)
+		}
+	}
+	if nLeft == 0 && len(other) == 0 && len(keys) == 0 {
+		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
+			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
+		}
+		return ""
+	}
+	var left []*step
+	for n, c := range leftAt {
+		for range c {
+			left = append(left, l.m.steps[n])
+		}
+	}
+	var parts []string
+	if len(left) > 0 {
+		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+referenceRuns(left, l.m))
+	}
+	if len(keys) > 0 {
+		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
+	}
+	for sec := secTask; sec < numSections; sec++ {
+		if ids := other[sec]; len(ids) > 0 {
+			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids))
+		}
+	}
+	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
+		parts = append(parts, "earlier, lines citing "+rangeOf(mentionedIDs(p.leftOut)))
+	}
+	return strings.Join(parts, "; ") + "."
+}
+
+// referenceRuns is idRuns as it was: the steps' ids in runs of
+// consecutive steps, each standing for its message's calls.
+func referenceRuns(steps []*step, m *model) string {
+	var runs []string
+	start, prev := -1, -1
+	flush := func() {
+		if start < 0 {
+			return
+		}
+		if start == prev {
+			runs = append(runs, m.steps[start].id())
+		} else {
+			runs = append(runs, m.steps[start].id()+"–"+m.steps[prev].lastID())
+		}
+		start = -1
+	}
+	for _, s := range steps {
+		p := m.lastCall(s)
+		if start >= 0 && p == prev+1 {
+			prev = p
+			continue
+		}
+		flush()
+		if len(runs) > 12 {
+			break
+		}
+		start, prev = p, p
+	}
+	flush()
+	if len(runs) > 12 {
+		runs = append(runs[:12], "…")
+	}
+	return strings.Join(runs, ", ")
+}
