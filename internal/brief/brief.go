@@ -319,7 +319,7 @@ func (l *layout) mandatoryTokens() int {
 	for _, it := range l.items {
 		it.level = -1
 		if it.must {
-			it.level = levelFull
+			it.level = it.mandatoryLevel()
 		}
 	}
 	n, _ := l.measure(nil)

@@ -1115,3 +1115,14 @@ func TestNotesOfOneMessageCapped(t *testing.T) {
 		t.Errorf("%d sentences of m0005 quoted, want 3:\n%s", n, d.Text)
 	}
 }
+
+// Where the options offered do not fit with their details, their labels
+// and the codes their details name do.
+func TestTellListLabelsWithCodes(t *testing.T) {
+	text := "1. **Flight Option 1:**\n   - **First Leg:** Flight Number: HAT084, Departure: 04:00 AM\n   - **Second Leg:** Flight Number: HAT266, Departure: 01:00 PM\n2. **Flight Option 2:**\n   - **First Leg:** Flight Number: HAT229, Departure: 11:00 AM\n   - **Second Leg:** Flight Number: HAT266, Departure: 01:00 PM\n3. **Flight Option 3:**\n   - **First Leg:** Flight Number: HAT290, Departure: 02:00 PM\n   - **Second Leg:** Flight Number: HAT175, Departure: 05:00 PM"
+	got := tellList(strings.Split(plainText(text), "\n"), 120)
+	want := "1. Flight Option 1 (HAT084, HAT266); 2. Flight Option 2 (HAT229, HAT266); 3. Flight Option 3 (HAT290, HAT175)"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

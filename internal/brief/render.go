@@ -208,12 +208,13 @@ func (l *layout) build(userCap int) {
 		l.add(&item{sec: secState, must: true, order: float64(k)}, "- "+t)
 	}
 	// A question awaiting the user's answer is quoted whole when there is
-	// room: the options it lists are what the answer refers to.
+	// room (see choose): the options it lists are what the answer refers
+	// to.
 	next := m.nextText(nextQuoteFull)
 	if next != "" {
 		it := l.add(&item{sec: secNext, must: true}, next)
 		it.texts[levelShort] = m.nextText(nextQuoteShort)
-		it.texts[levelMin] = it.texts[levelShort]
+		it.texts[levelMin] = m.nextText(nextQuoteMin)
 	}
 
 	l.buildFiles(recency)
@@ -224,6 +225,15 @@ func (l *layout) build(userCap int) {
 	l.buildTold(recency, next)
 	l.buildPrior()
 	l.applyFocus()
+}
+
+// mandatoryLevel is the level a mandatory item takes first: the next
+// step's shortest quote (a longer one is an upgrade), else full.
+func (it *item) mandatoryLevel() int {
+	if it.sec == secNext && it.texts[levelMin] != "" {
+		return levelMin
+	}
+	return levelFull
 }
 
 func (l *layout) add(it *item, text string) *item {
@@ -1243,9 +1253,9 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 	}
 }
 
-// The next step's quote of a question awaiting the user's answer, whole and
-// short, in bytes.
-const nextQuoteFull, nextQuoteShort = 900, 260
+// The next step's quote of a question awaiting the user's answer, at each
+// level, in bytes.
+const nextQuoteFull, nextQuoteShort, nextQuoteMin = 900, 520, 260
 
 var listItemRe = regexp.MustCompile(`^(\s*)(?:[-*•]|\d+[.)])\s+\S`)
 
@@ -1379,7 +1389,30 @@ func tellItems(items []*listNode, room int, mode int) (string, int, bool) {
 	var tell func(n *listNode) string
 	tell = func(n *listNode) string {
 		label := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(n.text), ":"))
-		if len(n.kids) == 0 || mode == tellLabels {
+		if len(n.kids) == 0 {
+			return label
+		}
+		if mode == tellLabels {
+			// The codes its sub-items name (flights, ids) tell one item
+			// from another where its label alone does not ("Option 1").
+			var codes []string
+			var walk func(*listNode)
+			walk = func(k *listNode) {
+				for _, w := range strings.FieldsFunc(k.text, func(r rune) bool { return r >= 0x80 || !isWordByte(byte(r)) }) {
+					if isCode(w) && !strings.Contains(label, w) && !slices.Contains(codes, w) {
+						codes = append(codes, w)
+					}
+				}
+				for _, c := range k.kids {
+					walk(c)
+				}
+			}
+			for _, k := range n.kids {
+				walk(k)
+			}
+			if len(codes) > 0 {
+				return label + " (" + strings.Join(codes, ", ") + ")"
+			}
 			return label
 		}
 		keys := make([]string, len(n.kids))
@@ -1572,23 +1605,22 @@ func (l *layout) choose(scale float64) {
 	l.carried = nil
 	used += cost(l.head)
 	// Mandatory items: the user's messages whole unless over their cap.
-	var users, shorten []*item
+	var users, upgrade []*item
 	for _, it := range l.items {
 		if !it.must {
 			continue
 		}
-		it.level = levelFull
+		it.level = it.mandatoryLevel()
 		if it.sec == secUser {
 			users = append(users, it)
 		}
-		if it.sec == secNext {
-			shorten = append(shorten, it)
+		if it.level != levelFull {
+			upgrade = append(upgrade, it)
 		}
 		used += cost(it.text()) + 1
 	}
-	// While over the room, shorten the next step's quote, then the oldest
-	// user messages.
-	for _, it := range append(shorten, users...) {
+	// Shorten the oldest user messages first while over the room.
+	for _, it := range users {
 		if used <= room*0.85 {
 			break
 		}
@@ -1628,6 +1660,18 @@ func (l *layout) choose(scale float64) {
 		if c := cost(it.texts[lv]) + 1; used+c <= room {
 			it.level = lv
 			used += c
+		}
+	}
+	// A mandatory item's richer detail (the next step's whole quote of the
+	// options offered) comes after every item's least detail (a profile's
+	// payment methods) and before any other item's richer detail.
+	for _, it := range upgrade {
+		for lv := levelFull; lv < it.level; lv++ {
+			if extra := cost(it.texts[lv]) - cost(it.text()); used+extra <= room-reserve {
+				used += extra
+				it.level = lv
+				break
+			}
 		}
 	}
 	// Pass 2: richer detail, by priority.
