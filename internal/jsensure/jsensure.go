@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -29,6 +31,10 @@ type Streams interface {
 // Stream returns the stream cfg names, creating it when it does not exist
 // and updating it only when a field cfg sets differs from the server's.
 func Stream(ctx context.Context, js Streams, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	return retryUnanswered(ctx, attemptTimeout, func(ctx context.Context) (jetstream.Stream, error) { return stream(ctx, js, cfg) })
+}
+
+func stream(ctx context.Context, js Streams, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, cfg.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		created, cerr := js.CreateStream(ctx, cfg)
@@ -123,6 +129,10 @@ type KeyValues interface {
 // Stream it never sends an update to a bucket another worker is creating
 // (nats.go's CreateOrUpdateKeyValue updates first).
 func KeyValue(ctx context.Context, js KeyValues, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	return retryUnanswered(ctx, attemptTimeout, func(ctx context.Context) (jetstream.KeyValue, error) { return keyValue(ctx, js, cfg) })
+}
+
+func keyValue(ctx context.Context, js KeyValues, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		created, cerr := js.CreateKeyValue(ctx, cfg)
@@ -153,4 +163,28 @@ func bucketMatches(have jetstream.StreamConfig, want jetstream.KeyValueConfig) b
 	replicas := max(want.Replicas, 1)
 	return have.Description == want.Description && have.MaxMsgsPerSubject == history && have.MaxAge == want.TTL &&
 		have.Storage == want.Storage && have.Replicas == replicas
+}
+
+// attemptTimeout bounds one round of Stream's or KeyValue's requests.
+// nats-server 2.9 can leave a request that races another worker's create
+// without a reply; without a bound of its own the round would wait out the
+// caller's whole deadline (a worker's start-up). Each round is idempotent
+// (read, create, read, compare, update), so an unanswered one is run again.
+const attemptTimeout = 5 * time.Second
+
+// retryUnanswered runs f, each round bounded by round, until it returns
+// anything but its round's own deadline, with a short backoff between
+// rounds; the caller's context bounds the whole.
+func retryUnanswered[T any](ctx context.Context, round time.Duration, f func(context.Context) (T, error)) (T, error) {
+	eb := backoff.NewExponentialBackOff()
+	eb.InitialInterval, eb.MaxInterval, eb.MaxElapsedTime = 50*time.Millisecond, time.Second, 0
+	return backoff.RetryWithData(func() (T, error) {
+		actx, cancel := context.WithTimeout(ctx, round)
+		defer cancel()
+		v, err := f(actx)
+		if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+			return v, backoff.Permanent(err)
+		}
+		return v, err
+	}, backoff.WithContext(eb, ctx))
 }
