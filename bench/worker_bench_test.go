@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"fmt"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"testing"
@@ -63,6 +65,7 @@ func turnPool(tb testing.TB, n int) ([][]briefd.Message, *text) {
 //
 //	go test -run '^$' -bench WorkerTurn -benchtime 128x ./bench
 func BenchmarkWorkerTurn(b *testing.B) {
+	warm := pprof.Labels("turn", "warm")
 	for _, size := range []int{1_000, 10_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("tokens=%d", size), func(b *testing.B) {
 			pool, txt := turnPool(b, 128)
@@ -133,8 +136,13 @@ func BenchmarkWorkerTurn(b *testing.B) {
 					grown += tc.CountMessage(&step[j])
 				}
 				s, rd := snapshot("c"+strconv.Itoa(conv), h)
+				// The label lets a profile keep the timed compactions alone:
+				// go tool pprof -tagfocus turn=warm.
+				var out *compact.Result
 				t0 := time.Now()
-				out, err := eng.Compact(ctx, compact.Request{ConversationID: s.ConversationID, Messages: s.Messages})
+				pprof.Do(ctx, warm, func(ctx context.Context) {
+					out, err = eng.Compact(ctx, compact.Request{ConversationID: s.ConversationID, Messages: s.Messages})
+				})
 				cd := time.Since(t0)
 				if err != nil {
 					b.Fatal(err)
