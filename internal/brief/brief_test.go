@@ -601,6 +601,21 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"1. Flight HAT052: Departure 03:00 EST, Economy Price $125; 2. Flight HAT102: Departure 21:00 EST, Economy Price $117 Which one would you like?"},
 		},
 		{
+			name: "a search's alike records are told by what tells them apart, at every level",
+			build: func(b *spanBuilder) {
+				b.user("Find me a nonstop flight from ATL to LAS on May 21.")
+				var recs []string
+				for i, dep := range []string{"03:00:00", "21:00:00", "01:00:00", "08:00:00"} {
+					recs = append(recs, fmt.Sprintf(`{"flight_number": "HAT%03d", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": %q, "status": "available", "available_seats": {"basic_economy": %d, "economy": 1%d, "business": 9}, "prices": {"basic_economy": 5%d, "economy": 12%d, "business": 328}}`, 52+i*50, dep, i+1, i, i, i))
+				}
+				b.step("", "search_direct_flight", `{"origin":"ATL","destination":"LAS","date":"2024-05-21"}`, "["+strings.Join(recs, ", ")+"]")
+			},
+			budget: 3000, // room for the fullest level
+			wanted: []string{"4 records (columns: scheduled_departure_time_est; available_seats (basic_economy, economy, business); prices (basic_economy, economy, business)): HAT052 03:00, 1/10/9, 50/120/328 | HAT102 21:00, 2/11/9, 51/121/328"},
+			// the same fields written out per record, cut before the prices
+			unwanted: []string{"HAT052: origin ATL; destination LAS"},
+		},
+		{
 			name: "a bulleted list is told without its bullets",
 			build: func(b *spanBuilder) {
 				b.user("Change it.").

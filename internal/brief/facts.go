@@ -772,10 +772,13 @@ func recordsText(m *model, s *step, level int) string {
 	}
 	max := []int{12, 8, 0}[level]
 	t := strconv.Itoa(len(recs)) + " records"
+	// Alike records (search results) are told by what tells them apart at
+	// every level: the same fields written out per record take twice the
+	// room and are cut before the prices.
+	if d := recordsDigest(recs); d != "" {
+		return clip(t+" "+d, []int{1400, 700, 360}[level])
+	}
 	if max == 0 {
-		if d := recordsDigest(recs); d != "" {
-			return clip(t+" "+d, 360)
-		}
 		ids := make([]string, 0, len(recs))
 		for _, r := range recs {
 			ids = append(ids, r.id)
