@@ -1141,3 +1141,21 @@ func TestTellListLabelsWithCodes(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
+
+func TestDropSmallCuts(t *testing.T) {
+	// mini-swe-agent-36's changed file: its least level cut the replacement.
+	full := "- sphinx/ext/autodoc/__init__.py: 9 changes [m0033–m0069] undone by [m0075]; every `'private-members': bool_option` → `'private-members': members_option` [m0077]; rewritten by running update_autodoc.py [m0081]"
+	cut := "- sphinx/ext/autodoc/__init__.py: 9 changes [m0033–m0069] undone by [m0075]; every `'private-members': bool_option` →… [m0077]; rewritten by running update_autodoc.py…"
+	it := &item{}
+	it.texts = [levels]string{full, full, cut}
+	it.dropSmallCuts()
+	if it.texts[levelMin] != full {
+		t.Errorf("a cut of 40 bytes of %d was kept: %q", len(full), it.texts[levelMin])
+	}
+	long := strings.Repeat("x", 400)
+	it.texts = [levels]string{long, long[:300] + "…", long[:100] + "…"}
+	it.dropSmallCuts()
+	if it.texts[1] == long || it.texts[2] == long {
+		t.Errorf("a cut worth its bytes was dropped: %d, %d bytes", len(it.texts[1]), len(it.texts[2]))
+	}
+}

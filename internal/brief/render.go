@@ -225,6 +225,37 @@ func (l *layout) build(userCap int) {
 	l.buildTold(recency, next)
 	l.buildPrior()
 	l.applyFocus()
+	for _, it := range l.items {
+		if it.sec == secFiles {
+			it.dropSmallCuts()
+		}
+	}
+}
+
+// A file's shorter level that saves less than cutWorthBytes and less than
+// cutWorthShare of the level above it is not worth its cut: it ends the
+// line in "…" on the very fact, what a change replaced ("every
+// `'private-members': bool_option` →…"), for a few bytes. Such a level
+// takes the fuller text. Only file lines: elsewhere (records, steps) the
+// bytes a small cut saves let another line in, and the chained eval
+// keeps fewer of the oldest names when every line is kept whole.
+const (
+	cutWorthBytes = 40
+	cutWorthShare = 0.2
+)
+
+// dropSmallCuts gives each level that would cut too little the text of the
+// level above it. It is idempotent: kept items pass through it again.
+func (it *item) dropSmallCuts() {
+	for lv := 1; lv < levels; lv++ {
+		full, cut := it.texts[lv-1], it.texts[lv]
+		if full == "" || cut == "" || cut == full {
+			continue
+		}
+		if d := len(full) - len(cut); d > 0 && d < cutWorthBytes && float64(d) < cutWorthShare*float64(len(full)) {
+			it.texts[lv] = full
+		}
+	}
 }
 
 // mandatoryLevel is the level a mandatory item takes first: the next
