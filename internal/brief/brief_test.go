@@ -1159,3 +1159,21 @@ func TestDropSmallCuts(t *testing.T) {
 		t.Errorf("a cut worth its bytes was dropped: %d, %d bytes", len(it.texts[1]), len(it.texts[2]))
 	}
 }
+
+func TestClipChangeKeepsTheNewText(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		max  int
+		want string
+	}{
+		// mini-swe-agent-20's fix of its reproduction script, at the least level.
+		{"`ax.plot(dates, data)` → `ax.plot(dates.to_numpy(), data)`", 50, "`ax.plot(da…` → `ax.plot(dates.to_numpy(), data)`"},
+		{"`a` → `b`", 50, "`a` → `b`"},
+		{"`" + strings.Repeat("x", 80) + "` → `short`", 50, "`" + strings.Repeat("x", 36) + "…` → `short`"},
+		{"inserted after line 317: `if(x){y}`", 20, "inserted after line…"},
+	} {
+		if got := clipChange(tc.body, tc.max); got != tc.want {
+			t.Errorf("clipChange(%q, %d) = %q, want %q", tc.body, tc.max, got, tc.want)
+		}
+	}
+}

@@ -665,7 +665,7 @@ func changeList(changes []change, level int) string {
 			skipped++
 			continue
 		}
-		t := clip(g.body, bodyMax)
+		t := clipChange(g.body, bodyMax)
 		switch len(g.lines) {
 		case 0:
 		case 1:
@@ -682,6 +682,37 @@ func changeList(changes []change, level int) string {
 		out = append([]string{plural(skipped, "earlier change")}, out...)
 	}
 	return strings.Join(out, "; ")
+}
+
+// clipChange clips a change's description to max bytes. A replacement
+// ("`old` → `new`") gives the room to what the text now reads: the old
+// text is cut first, to nothing ("`…` → `new`") if need be, where a plain
+// cut at the end would keep the old text and lose the new one.
+func clipChange(body string, max int) string {
+	if len(body) <= max {
+		return body
+	}
+	from, to, ok := strings.Cut(body, "` → `")
+	if !ok || !strings.HasPrefix(from, "`") || !strings.HasSuffix(to, "`") || strings.Contains(to, "` → `") {
+		return clip(body, max)
+	}
+	from, to = from[1:], to[:len(to)-1]
+	const frame = len("`` → ``")
+	room := max - frame
+	if room < 8 {
+		return clip(body, max)
+	}
+	keepTo := min(len(to), room-min(len(from), 8)) // a few bytes of the old text say where
+	keepFrom := room - keepTo
+	return "`" + clipNonEmpty(from, keepFrom) + "` → `" + clip(to, keepTo) + "`"
+}
+
+// clipNonEmpty is clip, but a text cut to nothing reads "…".
+func clipNonEmpty(s string, max int) string {
+	if max <= len("…") && s != "" {
+		return "…"
+	}
+	return clip(s, max)
 }
 
 // resultTextShort is a step's result at short detail, without the model
