@@ -18,6 +18,8 @@ type leftOut struct {
 	// at counts the steps left out by position; steps is their sum.
 	at    []int32
 	steps int
+	// kinds counts the steps of at by their call's kind.
+	kinds [256]int32
 	// was holds, by item, whether the item's steps are in at.
 	was []bool
 	// keyed are the first keyedShown items left out that tell no step
@@ -50,6 +52,7 @@ func (l *layout) countLeftOut() *leftOut {
 			}
 			for _, s := range it.steps {
 				lo.at[s.n] += d
+				lo.kinds[s.f.call.kind] += d
 			}
 			lo.steps += int(d) * len(it.steps)
 			lo.was[i] = left
@@ -70,11 +73,19 @@ func (l *layout) countLeftOut() *leftOut {
 }
 
 // stepsText says what the steps left out were, in their order (each as
-// many times as items left out tell it): how many of each kind, the kinds
-// in the order they first occur (countKinds), and their runs of ids
-// (stepRuns). One pass over the positions: the runs stop at twelve.
+// many times as items left out tell it): how many of each kind (counted
+// as items change places, countLeftOut), the kinds in the order they
+// first occur, and their runs of ids (stepRuns). The positions are read
+// until the runs stop (at twelve) and every kind has been met: on a long
+// span, the first few hundred of thousands.
 func (lo *leftOut) stepsText(m *model) (kinds, runs string) {
-	var counts [256]int
+	kindsLeft := 0
+	for _, c := range lo.kinds {
+		if c > 0 {
+			kindsLeft++
+		}
+	}
+	var seen [256]bool
 	var order []kind
 	r := stepRuns{m: m, start: -1, prev: -1}
 	for n, c := range lo.at {
@@ -82,18 +93,21 @@ func (lo *leftOut) stepsText(m *model) (kinds, runs string) {
 			continue
 		}
 		s := m.steps[n]
-		k := s.f.call.kind
-		if counts[k] == 0 {
+		if k := s.f.call.kind; !seen[k] {
+			seen[k] = true
 			order = append(order, k)
+			kindsLeft--
 		}
-		counts[k] += int(c)
 		for range c {
 			r.add(s)
+		}
+		if r.done && kindsLeft == 0 {
+			break
 		}
 	}
 	parts := make([]string, 0, len(order))
 	for _, k := range order {
-		parts = append(parts, strconv.Itoa(counts[k])+" "+k.String())
+		parts = append(parts, strconv.Itoa(int(lo.kinds[k]))+" "+k.String())
 	}
 	return strings.Join(parts, ", "), r.String()
 }

@@ -144,3 +144,30 @@ func referenceRuns(steps []*step, m *model) string {
 	}
 	return strings.Join(runs, ", ")
 }
+
+// TestStepsTextReadsPastTheRuns: the runs stop at twelve, but a kind met
+// only after them is still named, in its place.
+func TestStepsTextReadsPastTheRuns(t *testing.T) {
+	b := &spanBuilder{}
+	for i := range 30 {
+		b.bash("", fmt.Sprintf("cat f%02d.py", i), rc(0, "x = 1"))
+	}
+	b.bash("", "grep -rn needle .", rc(0, "a.py:1: needle"))
+	m := build(nil, b.msgs, nil, nil)
+	lo := &leftOut{at: make([]int32, len(m.steps))}
+	var left []*step
+	for n, s := range m.steps {
+		if n%2 == 0 || n == len(m.steps)-1 { // 16 runs, then the search
+			lo.at[n]++
+			lo.kinds[s.f.call.kind]++
+			left = append(left, s)
+		}
+	}
+	kinds, runs := lo.stepsText(m)
+	if want := countKinds(left); kinds != want {
+		t.Errorf("kinds %q, want %q", kinds, want)
+	}
+	if want := referenceRuns(left, m); runs != want {
+		t.Errorf("runs %q, want %q", runs, want)
+	}
+}

@@ -1775,24 +1775,30 @@ func (l *layout) choose(scale float64) {
 // priority is copied beside the position so that a comparison does not
 // load two items.
 func sortByPrio(items []*item) {
+	// Sixteen bytes a rank, compared without cmp.Compare's NaN checks (a
+	// priority is never NaN): a long span sorts some 1,500 items per Write.
 	type ranked struct {
 		prio float64
 		pos  int
-		it   *item
 	}
 	r := make([]ranked, len(items))
 	for i, it := range items {
-		r[i] = ranked{it.prio, i, it}
+		r[i] = ranked{it.prio, i}
 	}
 	slices.SortFunc(r, func(a, b ranked) int {
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
-			return c
+		switch {
+		case a.prio > b.prio:
+			return -1
+		case a.prio < b.prio:
+			return 1
 		}
-		return cmp.Compare(a.pos, b.pos)
+		return a.pos - b.pos
 	})
+	sorted := make([]*item, len(items))
 	for i := range r {
-		items[i] = r[i].it
+		sorted[i] = items[r[i].pos]
 	}
+	copy(items, sorted)
 }
 
 type extras struct {
