@@ -1167,7 +1167,12 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 		want string
 	}{
 		// mini-swe-agent-20's fix of its reproduction script, at the least level.
-		{"`ax.plot(dates, data)` → `ax.plot(dates.to_numpy(), data)`", 50, "`ax.plot(da…` → `ax.plot(dates.to_numpy(), data)`"},
+		{"`ax.plot(dates, data)` → `ax.plot(dates.to_numpy(), data)`", 50, "`…dates, data)` → `…dates.to_numpy(), data)`"},
+		// mini-swe-agent-41's fix: both texts were cut before the difference.
+		{"`argtype, argname = fieldarg.split(None, 1)` → `argtype, argname = fieldarg.rsplit(None, 1)`", 50, "`…split(None, 1)` → `…rsplit(None, 1)`"},
+		{"`self.x = compute(a, b, c, d, e, f, g)` → `self.x = compute(a, b, c, d, e, f, g, h)`", 40, "`…g)` → `…g, h)`"},
+		// Nothing shared: the new text first.
+		{"`" + strings.Repeat("a", 60) + "` → `" + strings.Repeat("b", 30) + "`", 50, "`" + strings.Repeat("a", 11) + "…` → `" + strings.Repeat("b", 30) + "`"},
 		{"`a` → `b`", 50, "`a` → `b`"},
 		{"`" + strings.Repeat("x", 80) + "` → `short`", 50, "`" + strings.Repeat("x", 36) + "…` → `short`"},
 		{"inserted after line 317: `if(x){y}`", 20, "inserted after line…"},

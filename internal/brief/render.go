@@ -685,9 +685,11 @@ func changeList(changes []change, level int) string {
 }
 
 // clipChange clips a change's description to max bytes. A replacement
-// ("`old` → `new`") gives the room to what the text now reads: the old
-// text is cut first, to nothing ("`…` → `new`") if need be, where a plain
-// cut at the end would keep the old text and lose the new one.
+// ("`old` → `new`") first leaves out what the two texts share at their
+// start, then at their end, cut at a word's edge ("`…split(None, 1)` →
+// `…rsplit(None, 1)`"): the difference is the change. What is still too
+// long gives the room to what the text now reads, the old text cut first,
+// where a plain cut at the end would keep the old text and lose the new.
 func clipChange(body string, max int) string {
 	if len(body) <= max {
 		return body
@@ -697,6 +699,19 @@ func clipChange(body string, max int) string {
 		return clip(body, max)
 	}
 	from, to = from[1:], to[:len(to)-1]
+	quote := func(f, t string) string { return "`" + f + "` → `" + t + "`" }
+	if p := sharedStart(from, to); p > 0 {
+		from, to = "…"+from[p:], "…"+to[p:]
+		if b := quote(from, to); len(b) <= max {
+			return b
+		}
+	}
+	if n := sharedEnd(from, to); n > 0 {
+		from, to = from[:len(from)-n]+"…", to[:len(to)-n]+"…"
+		if b := quote(from, to); len(b) <= max {
+			return b
+		}
+	}
 	const frame = len("`` → ``")
 	room := max - frame
 	if room < 8 {
@@ -704,7 +719,7 @@ func clipChange(body string, max int) string {
 	}
 	keepTo := min(len(to), room-min(len(from), 8)) // a few bytes of the old text say where
 	keepFrom := room - keepTo
-	return "`" + clipNonEmpty(from, keepFrom) + "` → `" + clip(to, keepTo) + "`"
+	return quote(clipNonEmpty(from, keepFrom), clip(to, keepTo))
 }
 
 // clipNonEmpty is clip, but a text cut to nothing reads "…".
@@ -713,6 +728,41 @@ func clipNonEmpty(s string, max int) string {
 		return "…"
 	}
 	return clip(s, max)
+}
+
+// wordEdge reports a byte after which a quote may start or before which
+// it may end: a space or punctuation of code, never inside a name.
+func wordEdge(c byte) bool {
+	return strings.IndexByte(" \t.,;:()[]{}=<>/'\"", c) >= 0
+}
+
+// sharedStart is how many leading bytes a and b share, up to and with
+// the last word edge among them (0 when none, or when one is all shared).
+func sharedStart(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	if n == len(a) || n == len(b) {
+		return 0
+	}
+	for n > 0 && !wordEdge(a[n-1]) {
+		n--
+	}
+	return n
+}
+
+// sharedEnd is how many trailing bytes a and b share, from a word edge
+// on, leaving each at least one byte (0 when none).
+func sharedEnd(a, b string) int {
+	n := 0
+	for n < len(a)-1 && n < len(b)-1 && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	for n > 0 && !wordEdge(a[len(a)-n]) {
+		n--
+	}
+	return n
 }
 
 // resultTextShort is a step's result at short detail, without the model
