@@ -1175,6 +1175,10 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 		{"`" + strings.Repeat("a", 60) + "` → `" + strings.Repeat("b", 30) + "`", 50, "`" + strings.Repeat("a", 11) + "…` → `" + strings.Repeat("b", 30) + "`"},
 		{"`a` → `b`", 50, "`a` → `b`"},
 		{"`" + strings.Repeat("x", 80) + "` → `short`", 50, "`" + strings.Repeat("x", 36) + "…` → `short`"},
+		// mini-swe-agent-18's fix: the inserted line was cut away, the anchor kept.
+		{"inserted after the line matching `self.get_models.cache_clear()`: `self.get_swappable_settings_name.cache_clear()`", 80,
+			"inserted after `self.get_mode…`: `self.get_swappable_settings_name.cache_clear()`"},
+		{"inserted after line 317: `if(ast_id(pattern_type) == TK_ISO){pattern_type = x;}` (+2 lines)", 60, "inserted after line 317: `if(ast_id(pattern_typ…` (+2 lines)"},
 		{"inserted after line 317: `if(x){y}`", 20, "inserted after line…"},
 	} {
 		if got := clipChange(tc.body, tc.max); got != tc.want {

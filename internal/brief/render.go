@@ -694,6 +694,9 @@ func clipChange(body string, max int) string {
 	if len(body) <= max {
 		return body
 	}
+	if strings.HasPrefix(body, "inserted ") || strings.HasPrefix(body, "replaced ") {
+		return clipInsert(body, max)
+	}
 	from, to, ok := strings.Cut(body, "` → `")
 	if !ok || !strings.HasPrefix(from, "`") || !strings.HasSuffix(to, "`") || strings.Contains(to, "` → `") {
 		return clip(body, max)
@@ -720,6 +723,48 @@ func clipChange(body string, max int) string {
 	keepTo := min(len(to), room-min(len(from), 8)) // a few bytes of the old text say where
 	keepFrom := room - keepTo
 	return quote(clipNonEmpty(from, keepFrom), clip(to, keepTo))
+}
+
+// clipInsert clips a sed insertion's description ("inserted after the
+// line matching `anchor`: `text` (+2 lines)") giving the room to the text
+// inserted: the anchor is cut first and the words "the line matching"
+// dropped, where a cut at the end kept the anchor and lost what was
+// inserted.
+func clipInsert(body string, max int) string {
+	i := strings.LastIndex(body, ": `")
+	if i < 0 {
+		return clip(body, max)
+	}
+	head, text, more := body[:i], body[i+2:], ""
+	if j := strings.LastIndex(text, "` ("); j > 0 {
+		text, more = text[:j+1], text[j+1:]
+	}
+	if len(text) < 2 || text[0] != '`' || text[len(text)-1] != '`' {
+		return clip(body, max)
+	}
+	text = text[1 : len(text)-1]
+	verb, anchor, quoted := strings.Cut(head, "the line matching `")
+	if quoted {
+		anchor = strings.TrimSuffix(anchor, "`")
+	} else {
+		verb = head + " "
+	}
+	frame := len(verb) + len(": ``") + len(more)
+	if quoted {
+		frame += len("``")
+	}
+	room := max - frame
+	if room < 8 {
+		return clip(body, max)
+	}
+	keepText := min(len(text), room-min(len(anchor), 8))
+	out := verb
+	if quoted {
+		out += "`" + clipNonEmpty(anchor, room-keepText) + "`"
+	} else {
+		out = strings.TrimSuffix(out, " ")
+	}
+	return out + ": `" + clip(text, keepText) + "`" + more
 }
 
 // clipNonEmpty is clip, but a text cut to nothing reads "…".
