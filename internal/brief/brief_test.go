@@ -987,7 +987,7 @@ func TestRecordsDigest(t *testing.T) {
 
 func TestIndexLeavesOutNoise(t *testing.T) {
 	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g", "setup_loader/p", "utf-8", "iso-8859-1", "latin-1",
-		"django/db/models/__pycache__/expressions.cpython-36.pyc", "x27name", "x22value"} {
+		"django/db/models/__pycache__/expressions.cpython-36.pyc", "x27name", "x22value", "208s/mpl.rcParams", "10,12d/x"} {
 		if !plainName(id) {
 			t.Errorf("%q would be listed", id)
 		}

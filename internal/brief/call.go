@@ -1181,6 +1181,7 @@ func sedChange(scripts []string) (string, bool) {
 			if from != to {
 				noop = false
 			}
+			from, to = sedPattern.Replace(from), sedReplacement.Replace(to)
 			p := "`" + clip(from, 70) + "` → `" + clip(to, 70) + "`"
 			if anchors := "^$"; from != to && strings.Join(strings.Fields(strings.Trim(from, anchors)), " ") == strings.Join(strings.Fields(strings.Trim(to, anchors)), " ") {
 				// Shown on one line the two read alike: say what differs.
@@ -1252,6 +1253,16 @@ func sedWhere(addr string) string {
 	}
 	return quoteCode(addr, 60)
 }
+
+// sedPattern and sedReplacement write a substitution's escaped
+// characters as the text they match or put ("mpl.rcParams\['x'\]" is
+// "mpl.rcParams['x']"): the description quotes code, not a regexp. The
+// no-op check above compares them as written.
+var (
+	sedPattern = strings.NewReplacer(`\[`, "[", `\]`, "]", `\.`, ".", `\*`, "*", `\$`, "$", `\^`, "^", `\/`, "/",
+		`\(`, "(", `\)`, ")", `\{`, "{", `\}`, "}", `\+`, "+", `\?`, "?", `\|`, "|", `\"`, `"`)
+	sedReplacement = strings.NewReplacer(`\/`, "/", `\&`, "&", `\"`, `"`)
+)
 
 // splitUnescaped splits s on delim, honouring backslash escapes.
 func splitUnescaped(s, delim string) []string {

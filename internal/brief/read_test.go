@@ -51,6 +51,9 @@ func TestClassifyCall(t *testing.T) {
 		{"sed edit at a line", "bash", `{"command":"sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py"}`,
 			kindEdit, "django/db/models/fields/related.py", "line 917: `_default_manager` → `_base_manager`", false},
 		{"sed no-op", "bash", `{"command":"sed -i 's/x/x/' a.py"}`, kindEdit, "a.py", "`x` → `x`", true},
+		// mini-swe-agent-23: the pattern's escapes are a regexp's, not the code's.
+		{"sed edit with escapes", "bash", `{"command":"sed -i \"209s/mpl.rcParams\\\\['text.antialiased'\\\\]/gc.get_antialiased()/\" lib/matplotlib/backends/backend_agg.py"}`,
+			kindEdit, "lib/matplotlib/backends/backend_agg.py", "line 209: `mpl.rcParams['text.antialiased']` → `gc.get_antialiased()`", false},
 		{"sed read", "bash", `{"command":"sed -n '10,20p' a.py"}`, kindView, "a.py", "lines 10-20", false},
 		{"heredoc write", "bash", `{"command":"cat <<'EOF' > repro.py\nimport x\nprint(x)\nEOF"}`, kindWrite, "repro.py", "written (2 lines)", false},
 		{"git checkout reverts", "bash", `{"command":"git checkout django/db/models/fields/related.py"}`, kindRevert, "django/db/models/fields/related.py", "reverted with git checkout", false},
