@@ -616,6 +616,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"HAT052: origin ATL; destination LAS"},
 		},
 		{
+			name: "files moved into a directory are not still present where they were",
+			build: func(b *spanBuilder) {
+				b.bash("Set up the case.", "mkdir -p .a; echo \"import re\" > .a/foo.py; echo \"import re\" > bar.py", rc(0, "")).
+					bash("Move the scratch files out of the way.", "mkdir -p reproduction; mv .a reproduction/; mv bar.py reproduction/", rc(0, ""))
+			},
+			budget: 1200,
+			wanted: []string{".a/foo.py (moved to reproduction/)", "bar.py (moved to reproduction/)", "bar.py: created [m0003]; moved to reproduction/ [m0005]"},
+			// The directory joined with a name is a path the conversation never wrote.
+			unwanted: []string{"reproduction/bar.py", "created and still present: .a/foo.py,", "reproduction/: "},
+		},
+		{
 			name: "a bulleted list is told without its bullets",
 			build: func(b *spanBuilder) {
 				b.user("Change it.").

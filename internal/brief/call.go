@@ -884,11 +884,20 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 			out = append(out, fileOp{path: p, op: kindDelete, what: "deleted"})
 		}
 		return kindDelete, out
-	case prog == "mv" && len(ops) == 2:
-		return kindWrite, append(out, fileOp{path: ops[0], op: kindDelete, what: "moved to " + ops[1]},
-			fileOp{path: ops[1], op: kindWrite, what: "moved from " + ops[0]})
+	case prog == "mv" && len(ops) >= 2:
+		dst := ops[len(ops)-1]
+		for _, src := range ops[:len(ops)-1] {
+			out = append(out, fileOp{path: src, op: kindDelete, what: "moved to " + dst})
+			if !intoDir(ops) {
+				out = append(out, fileOp{path: dst, op: kindWrite, what: "moved from " + src})
+			}
+		}
+		return kindWrite, out
 	case prog == "cp" && len(ops) >= 2:
-		return kindWrite, append(out, fileOp{path: ops[len(ops)-1], op: kindWrite, what: "copied from " + ops[0]})
+		if !intoDir(ops) {
+			out = append(out, fileOp{path: ops[1], op: kindWrite, what: "copied from " + ops[0]})
+		}
+		return kindWrite, out
 	case prog == "touch" || prog == "create":
 		for _, p := range ops {
 			out = append(out, fileOp{path: p, op: kindWrite, what: "created empty"})
@@ -1236,6 +1245,15 @@ func sedLines(script string) (string, bool) {
 	}
 	verb := map[string]string{"i": "inserted before ", "a": "inserted after ", "c": "replaced "}[m[2]]
 	return verb + sedWhere(m[1]) + ": " + body, true
+}
+
+// intoDir reports an mv or cp whose last operand is a directory the
+// others go into, as a trailing slash, "." or several sources say ("mv .a
+// bar.py reproduction/"). Their new paths are not written: the directory
+// joined with a name is a path the conversation never wrote.
+func intoDir(ops []string) bool {
+	dst := ops[len(ops)-1]
+	return len(ops) > 2 || strings.HasSuffix(dst, "/") || dst == "." || dst == ".."
 }
 
 // sedWhere names a sed address: "line 351", "lines 10-12", "the line

@@ -80,6 +80,7 @@ type fileState struct {
 	viewed  []string // what the views covered ("lines 910-930")
 	runs    []string // messages that ran it
 	lastRun *step
+	movedTo string   // where it was moved, when deleted by mv
 	content string   // its whole content when small and known (a write, an editor echo)
 	outline string   // what a larger written file defines (outline)
 	dir     string   // the directory a relative path was written from (a cd before it)
@@ -1004,7 +1005,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			}
 			f.changes = []change{{id: s.id(), what: what}}
 		}
-		f.deleted = ""
+		f.deleted, f.movedTo = "", ""
 		f.content, f.outline, f.writes = "", "", op.writes
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
 			f.content = strings.TrimRight(op.body, "\n")
@@ -1032,6 +1033,8 @@ func (m *model) fileOp(s *step, op fileOp) {
 			return
 		}
 		f.deleted = s.id()
+		f.movedTo, _ = strings.CutPrefix(op.what, "moved to ")
+		m.takeAlong(s, f.path, f.movedTo)
 	case kindRevert:
 		if s.failed {
 			return
@@ -1041,6 +1044,21 @@ func (m *model) fileOp(s *step, op fileOp) {
 		}
 		f.changes = nil
 		f.content = ""
+	}
+}
+
+// takeAlong removes the files known under a directory that was removed
+// or moved ("rm -rf .a", "mv .a reproduction/"): without it, the files of
+// a moved directory read as still present where they no longer are.
+func (m *model) takeAlong(s *step, dir, movedTo string) {
+	dir = strings.TrimSuffix(dir, "/") + "/"
+	for _, k := range m.fileKeys {
+		c := m.files[k]
+		if !strings.HasPrefix(c.path, dir) || c.deleted != "" {
+			continue
+		}
+		c.deleted, c.movedTo, c.n = s.id(), movedTo, s.n
+		s.files = appendNew(s.files, c.path)
 	}
 }
 

@@ -309,7 +309,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		order := float64(k)
 		views := viewSteps(m, f)
 		switch {
-		case f.created != "" && f.deleted != "" && f.lastRun == nil:
+		case f.created != "" && f.deleted != "" && f.movedTo == "" && f.lastRun == nil:
 			continue
 		case f.missing && !f.net():
 			// It tells the failed calls that found it missing.
@@ -605,7 +605,9 @@ func fileText(f *fileState, level int) string {
 	if len(f.changes) > 0 {
 		parts = append(parts, changeList(f.changes, level))
 	}
-	if f.deleted != "" {
+	if f.movedTo != "" {
+		parts = append(parts, "moved to "+f.movedTo+" ["+f.deleted+"]")
+	} else if f.deleted != "" {
 		parts = append(parts, "deleted ["+f.deleted+"]")
 	} else if f.created != "" {
 		parts = append(parts, "still present")

@@ -17,10 +17,12 @@ func (m *model) stateLines() []string {
 	var parts []string
 	var changed, scratch []string
 	for _, f := range m.sortedFiles() {
-		if !f.net() {
-			continue
-		}
 		switch {
+		case f.movedTo != "" && f.created != "":
+			scratch = append(scratch, f.name()+" (moved to "+f.movedTo+")")
+		case !f.net():
+		case f.movedTo != "":
+			changed = append(changed, f.name()+" moved to "+f.movedTo)
 		case f.deleted != "":
 			changed = append(changed, f.name()+" deleted")
 		case f.created != "":

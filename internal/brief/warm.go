@@ -487,7 +487,7 @@ func (m *model) missedAt(path string) []*step {
 // fileLines are the texts of a changed file's line at every level, and
 // what of the file they were written from.
 type fileLines struct {
-	name, created, deleted, content, outline string
+	name, created, deleted, movedTo, content, outline string
 	lastRun                                  *step
 	react                                    string // lastRun's
 	changes                                  []change
@@ -506,7 +506,7 @@ func (m *model) fileTexts(f *fileState, write func(lv int) string) [levels]strin
 	if c := f.lines; c != nil && c.name == name && c.matches(f) {
 		return c.texts
 	}
-	c := &fileLines{name: name, created: f.created, deleted: f.deleted, content: f.content, outline: f.outline, lastRun: f.lastRun,
+	c := &fileLines{name: name, created: f.created, deleted: f.deleted, movedTo: f.movedTo, content: f.content, outline: f.outline, lastRun: f.lastRun,
 		changes: slices.Clone(f.changes), undone: slices.Clone(f.undone)}
 	if f.lastRun != nil {
 		c.react = f.lastRun.react
@@ -528,7 +528,7 @@ func (m *model) fileTexts(f *fileState, write func(lv int) string) [levels]strin
 }
 
 func (c *fileLines) matches(f *fileState) bool {
-	if c.created != f.created || c.deleted != f.deleted || c.content != f.content || c.outline != f.outline ||
+	if c.created != f.created || c.deleted != f.deleted || c.movedTo != f.movedTo || c.content != f.content || c.outline != f.outline ||
 		c.lastRun != f.lastRun || f.lastRun != nil && c.react != f.lastRun.react ||
 		!slices.Equal(c.changes, f.changes) || len(c.undone) != len(f.undone) {
 		return false
