@@ -488,11 +488,11 @@ func (m *model) missedAt(path string) []*step {
 // what of the file they were written from.
 type fileLines struct {
 	name, created, deleted, movedTo, content, outline string
-	lastRun                                  *step
-	react                                    string // lastRun's
-	changes                                  []change
-	undone                                   []undo
-	texts                                    [levels]string
+	lastRun                                           *step
+	react                                             string // lastRun's
+	changes                                           []change
+	undone                                            []undo
+	texts                                             [levels]string
 }
 
 // fileTexts returns write(lv) for every level, the line of a changed file,
