@@ -627,6 +627,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"reproduction/bar.py", "created and still present: .a/foo.py,", "reproduction/: "},
 		},
 		{
+			name: "a small file written and then read is shown whole, without key lines after its content",
+			build: func(b *spanBuilder) {
+				b.bash("Write a probe.", "cat <<'EOF' > inspect.py\nfrom m import split\nprint(split('omega0'))\nEOF\npython inspect.py", rc(0, "('omega', [], ['0'])")).
+					bash("Look at it again.", "cat inspect.py", rc(0, "from m import split\nprint(split('omega0'))")).
+					bash("So `print(split('omega0'))` splits the name; `from m import split` is the one to check.", "grep -n 'def split' m.py", rc(0, "13:def split(text):"))
+			},
+			budget:   1200,
+			wanted:   []string{"content:\n    from m import split\n    print(split('omega0'))"},
+			unwanted: []string{"key line"},
+		},
+		{
 			name: "a bulleted list is told without its bullets",
 			build: func(b *spanBuilder) {
 				b.user("Change it.").

@@ -346,7 +346,9 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
 		it.texts = m.fileTexts(f, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv) })
-		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 {
+		// A file shown whole needs no key lines: they would follow its
+		// content as if they were its last line.
+		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 && !strings.Contains(it.texts[levelFull], "; content:\n") {
 			it.texts[levelFull] += "; key lines: " + quoteAll(notable)
 		}
 		l.items = append(l.items, it)
