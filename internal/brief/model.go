@@ -313,8 +313,25 @@ type model struct {
 	// derived from every error, so a model read further drops it (see
 	// seal).
 	resolvedIDs map[string]bool
+	// plain memoizes plainName by identifier: the index asks it of every
+	// candidate at every choice of a fit, and its regexp is the slow part.
+	plain map[string]bool
 	// memoBytes approximates the texts the memos hold.
 	memoBytes int
+}
+
+// plainName is plainName(id), read once per identifier.
+func (m *model) plainName(id string) bool {
+	p, ok := m.plain[id]
+	if !ok {
+		if m.plain == nil {
+			m.plain = map[string]bool{}
+		}
+		p = plainName(id)
+		m.plain[id] = p
+		m.memoBytes += len(id) + 16
+	}
+	return p
 }
 
 type idList struct {

@@ -348,7 +348,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		it.texts = m.fileTexts(f, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv) })
 		// A file shown whole needs no key lines: they would follow its
 		// content as if they were its last line.
-		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 && !strings.Contains(it.texts[levelFull], "; content:\n") {
+		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 && !shownWhole(f, levelFull) {
 			it.texts[levelFull] += "; key lines: " + quoteAll(notable)
 		}
 		l.items = append(l.items, it)
@@ -622,10 +622,16 @@ func fileText(f *fileState, level int) string {
 	}
 	t := strings.Join(parts, "; ")
 	// A small file's text is its state: kept at every level it fits.
-	if f.content != "" && f.deleted == "" && len(f.content) <= []int{1500, 400, 200}[level] {
+	if shownWhole(f, level) {
 		return clip2(t, []int{900, 300, 140}[level]) + "; content:\n" + indent(f.content)
 	}
 	return clip2(t, []int{900, 300, 140}[level])
+}
+
+// shownWhole reports whether a changed file's line at level carries its
+// content.
+func shownWhole(f *fileState, level int) bool {
+	return f.content != "" && f.deleted == "" && len(f.content) <= []int{1500, 400, 200}[level]
 }
 
 // changeList tells a file's surviving changes, those that make the same
@@ -2020,7 +2026,7 @@ func (l *layout) index(room, scale float64) string {
 		// A bare date says nothing without the record it belongs to; a
 		// W3C DTD or namespace is markup boilerplate; a language's literal
 		// (None, True) names nothing of the task.
-		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || plainName(c.id) {
+		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || l.m.plainName(c.id) {
 			return
 		}
 		seen[c.id] = true
