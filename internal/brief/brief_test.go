@@ -627,6 +627,15 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"reproduction/bar.py", "created and still present: .a/foo.py,", "reproduction/: "},
 		},
 		{
+			name: "a file renamed over another is not still present",
+			build: func(b *spanBuilder) {
+				b.bash("Edit through a copy.", "sed 's/a/b/' base.py > base.py.tmp && mv base.py.tmp base.py", rc(0, ""))
+			},
+			budget:   1200,
+			wanted:   []string{"base.py: edited through base.py.tmp"},
+			unwanted: []string{"base.py.tmp (moved to", "still present: base.py.tmp"},
+		},
+		{
 			name: "a small file written and then read is shown whole, without key lines after its content",
 			build: func(b *spanBuilder) {
 				b.bash("Write a probe.", "cat <<'EOF' > inspect.py\nfrom m import split\nprint(split('omega0'))\nEOF\npython inspect.py", rc(0, "('omega', [], ['0'])")).

@@ -66,6 +66,9 @@ type fileOp struct {
 	// (identifiers stay verbatim).
 	dir  string
 	noop bool // a change that changes nothing (s/x/x/)
+	// into is the directory a delete moved the file into (mv x dir/): it
+	// is still present there. A rename (mv f.tmp f) deletes its source.
+	into string
 }
 
 // call is one tool call, classified.
@@ -887,9 +890,11 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 	case prog == "mv" && len(ops) >= 2:
 		dst := ops[len(ops)-1]
 		for _, src := range ops[:len(ops)-1] {
-			out = append(out, fileOp{path: src, op: kindDelete, what: "moved to " + dst})
-			if !intoDir(ops) {
-				out = append(out, fileOp{path: dst, op: kindWrite, what: "moved from " + src})
+			if intoDir(ops) {
+				out = append(out, fileOp{path: src, op: kindDelete, what: "moved to " + dst, into: dst})
+			} else {
+				out = append(out, fileOp{path: src, op: kindDelete, what: "moved to " + dst},
+					fileOp{path: dst, op: kindWrite, what: "moved from " + src})
 			}
 		}
 		return kindWrite, out

@@ -80,7 +80,7 @@ type fileState struct {
 	viewed  []string // what the views covered ("lines 910-930")
 	runs    []string // messages that ran it
 	lastRun *step
-	movedTo string   // where it was moved, when deleted by mv
+	movedTo string   // the directory it was moved into (mv x dir/)
 	content string   // its whole content when small and known (a write, an editor echo)
 	outline string   // what a larger written file defines (outline)
 	dir     string   // the directory a relative path was written from (a cd before it)
@@ -1050,7 +1050,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			return
 		}
 		f.deleted = s.id()
-		f.movedTo, _ = strings.CutPrefix(op.what, "moved to ")
+		f.movedTo = op.into
 		m.takeAlong(s, f.path, f.movedTo)
 	case kindRevert:
 		if s.failed {
