@@ -147,6 +147,23 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"sqlite3.OperationalError: no such table: t", "resolved [m0007] after changing reproduce.py [m0005]"},
 		},
 		{
+			name: "an error is resolved when the file it was raised in changed and the same run fails otherwise, not behind a syntax error",
+			build: func(b *spanBuilder) {
+				trace := func(file, line, exc string) string {
+					return rc(1, "Traceback (most recent call last):\n  File \"/testbed/test_requests.py\", line 3, in <module>\n    import requests\n  File \"/testbed/requests/"+file+"\", line "+line+", in <module>\n    x = 1\n"+exc)
+				}
+				b.bash("Run the tests.", "python3 test_requests.py", trace("cookies.py", "136", "AttributeError: module 'collections' has no attribute 'MutableMapping'")).
+					bash("Fix cookies.py.", "sed -i 's/collections.MutableMapping/MutableMapping/' requests/cookies.py", rc(0, "")).
+					bash("Again.", "python3 test_requests.py", trace("models.py", "9", "AttributeError: module 'collections' has no attribute 'Callable'")).
+					bash("Fix models.py.", "sed -i 's/collections.Callable/Callable/' requests/models.py", rc(0, "")).
+					bash("Again.", "python3 test_requests.py", trace("models.py", "12", "SyntaxError: invalid syntax"))
+			},
+			budget: 1500,
+			wanted: []string{"'MutableMapping' (at /testbed/requests/cookies.py line 136 in <module>) [m0003]: resolved [m0007] after changing requests/cookies.py [m0005]",
+				"'Callable' (at /testbed/requests/models.py line 9 in <module>) [m0007]: unresolved"}, // the syntax error stops the run before it
+			unwanted: []string{"s/collections.Callable/Callable"},
+		},
+		{
 			name: "an error nothing fixed stays unresolved",
 			build: func(b *spanBuilder) {
 				b.bash("Run the tests.", "python -m pytest tests", rc(1, "FAILED tests/test_a.py::test_x - assert 1 == 2\n===== 1 failed in 0.1s ====="))
@@ -1018,7 +1035,7 @@ func TestRecordsDigest(t *testing.T) {
 
 func TestIndexLeavesOutNoise(t *testing.T) {
 	for _, id := range []string{"want_all", "attr_docs", "1280px", "0.3s", "uVar5", "local_1c", "LAB_004018c7", "/DEBUG/d", "members_option/g", "setup_loader/p", "utf-8", "iso-8859-1", "latin-1",
-		"django/db/models/__pycache__/expressions.cpython-36.pyc", "x27name", "x22value", "208s/mpl.rcParams", "10,12d/x"} {
+		"django/db/models/__pycache__/expressions.cpython-36.pyc", "x27name", "x22value", "208s/mpl.rcParams", "10,12d/x", "s/collections.Callable/Callable"} {
 		if !plainName(id) {
 			t.Errorf("%q would be listed", id)
 		}

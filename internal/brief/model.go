@@ -1232,7 +1232,7 @@ func (m *model) trackError(s *step) {
 	// does a later run of the same command that fails otherwise after an
 	// error that stops a program before it runs (a syntax or import error).
 	for _, e := range m.errors {
-		if e.resolved == "" && e.line != line && (e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead && earlyErrorRe.MatchString(e.line)) {
+		if e.resolved == "" && e.line != line && (e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead && earlyErrorRe.MatchString(e.line) || m.fixedWhereRaised(e, s, line)) {
 			e.resolved, e.resolvedBy = s.id(), s
 			e.fix = m.fixBetween(e, s)
 		}
@@ -1264,6 +1264,44 @@ func (m *model) trackError(s *step) {
 		}
 	}
 	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s})
+}
+
+// fixedWhereRaised reports a run of the same command as e's that fails
+// otherwise (line) after the file e was raised in was changed: the run
+// got past it ("AttributeError: … 'MutableMapping'" raised in cookies.py,
+// cookies.py edited, the tests then fail on 'Callable'). Not when the new
+// failure stops a program before it runs (a syntax or import error): the
+// old error may still be behind it.
+func (m *model) fixedWhereRaised(e *errState, s *step, line string) bool {
+	if e.at == "" || earlyErrorRe.MatchString(line) || e.key != stepKey(s) && (e.lastHead == "" || e.lastHead != s.f.call.lastHead) {
+		return false
+	}
+	where, _, _ := strings.Cut(e.at, " line ")
+	f := m.knownFile(where)
+	if f == nil {
+		return false
+	}
+	for _, t := range m.steps[e.n+1 : s.n] {
+		if t.f.call.kind.changes() && !t.failed && slices.ContainsFunc(t.files, func(p string) bool { return m.knownFile(p) == f }) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownFile is the file state a path names, as file finds it, without
+// adding the path's form to the model.
+func (m *model) knownFile(p string) *fileState {
+	p = strings.TrimPrefix(strings.TrimSpace(p), "./")
+	if f, ok := m.files[p]; ok {
+		return f
+	}
+	for _, k := range m.fileKeys {
+		if strings.HasSuffix(k, "/"+p) || strings.HasSuffix(p, "/"+k) {
+			return m.files[k]
+		}
+	}
+	return nil
 }
 
 // installedNothing reports an install that found everything in place.

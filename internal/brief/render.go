@@ -1940,7 +1940,7 @@ func plainName(id string) bool {
 // decompiler's automatic names (uVar5, local_1c, LAB_004018c7), sed
 // scripts (/DEBUG/d, s/a/b/g), build artifacts (__pycache__/x.pyc), the
 // rest of an escaped quote (\x27name read as x27name).
-var noiseRe = regexp.MustCompile(`^(?:.*__pycache__.*|.*\.pyc|\d+(?:,\d+)?[sacid]/.*|x(?:22|27|5[cC])[A-Za-z_]\w*|\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gdp]|(?i:utf-?(?:8|16|32)|latin-?1|iso-?8859-\d+|ascii|cp\d{3,4}))$`)
+var noiseRe = regexp.MustCompile(`^(?:.*__pycache__.*|.*\.pyc|\d+(?:,\d+)?[sacid]/.*|s/[^/]+/.*|x(?:22|27|5[cC])[A-Za-z_]\w*|\d+(?:\.\d+)?(?:px|rem|em|ms|s|vh|vw|pt|%)|[a-z]{1,3}Var\d+|local_[0-9a-f]+|undefined\d*|(?:LAB|DAT)_[0-9a-f]+|/[^/]*/[dpg]|[^/]*/[gdp]|(?i:utf-?(?:8|16|32)|latin-?1|iso-?8859-\d+|ascii|cp\d{3,4}))$`)
 
 // languageWords are literals and built-in names of common languages.
 var languageWords = map[string]bool{"None": true, "True": true, "False": true, "null": true, "nil": true, "NULL": true,
