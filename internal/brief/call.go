@@ -1195,7 +1195,7 @@ func sedChange(scripts []string) (string, bool) {
 			if from != to {
 				noop = false
 			}
-			from, to = sedPattern.Replace(from), sedReplacement.Replace(to)
+			from, to = sedPattern.Replace(sedAnchors(from)), sedReplacement.Replace(to)
 			p := "`" + clip(from, 70) + "` → `" + clip(to, 70) + "`"
 			if anchors := "^$"; from != to && strings.Join(strings.Fields(strings.Trim(from, anchors)), " ") == strings.Join(strings.Fields(strings.Trim(to, anchors)), " ") {
 				// Shown on one line the two read alike: say what differs.
@@ -1284,8 +1284,19 @@ func sedWhere(addr string) string {
 var (
 	sedPattern = strings.NewReplacer(`\[`, "[", `\]`, "]", `\.`, ".", `\*`, "*", `\$`, "$", `\^`, "^", `\/`, "/",
 		`\(`, "(", `\)`, ")", `\{`, "{", `\}`, "}", `\+`, "+", `\?`, "?", `\|`, "|", `\"`, `"`)
-	sedReplacement = strings.NewReplacer(`\/`, "/", `\&`, "&", `\"`, `"`)
+	sedReplacement = strings.NewReplacer(`\/`, "/", `\&`, "&", `\"`, `"`, `\n`, " ⏎ ", `\t`, " ", `\[`, "[", `\]`, "]", `\.`, ".",
+		`\*`, "*", `\$`, "$", `\^`, "^", `\(`, "(", `\)`, ")")
 )
+
+// sedAnchors drops a pattern's anchors (^ at its start, an unescaped $
+// at its end): the line it matches is the code quoted.
+func sedAnchors(p string) string {
+	p = strings.TrimPrefix(p, "^")
+	if strings.HasSuffix(p, "$") && !strings.HasSuffix(p, `\$`) {
+		p = p[:len(p)-1]
+	}
+	return p
+}
 
 // splitUnescaped splits s on delim, honouring backslash escapes.
 func splitUnescaped(s, delim string) []string {

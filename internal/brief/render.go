@@ -701,18 +701,32 @@ func changeList(changes []change, level int) string {
 // long gives the room to what the text now reads, the old text cut first,
 // where a plain cut at the end would keep the old text and lose the new.
 func clipChange(body string, max int) string {
+	if f, ok := strings.CutSuffix(body, "` → ``"); ok && strings.Count(f, "`") == 1 && strings.HasPrefix(f, "`") {
+		body = "removed " + f + "`" // a deletion: s/strict=self.strict)//
+	}
 	if len(body) <= max {
 		return body
 	}
 	if strings.HasPrefix(body, "inserted ") || strings.HasPrefix(body, "replaced ") {
 		return clipInsert(body, max)
 	}
+	// "every `a` → `b`", "line 209: `a` → `b`": the words before the
+	// quotes stay whole.
+	lead := ""
+	if i := strings.IndexByte(body, '`'); i > 0 && i < max/2 {
+		lead, body, max = body[:i], body[i:], max-i
+	}
 	from, to, ok := strings.Cut(body, "` → `")
 	if !ok || !strings.HasPrefix(from, "`") || !strings.HasSuffix(to, "`") || strings.Contains(to, "` → `") {
-		return clip(body, max)
+		return lead + clip(body, max)
 	}
 	from, to = from[1:], to[:len(to)-1]
-	quote := func(f, t string) string { return "`" + f + "` → `" + t + "`" }
+	if rest, ok := strings.CutPrefix(to, from); ok && from != "" {
+		// A pure addition: what was added is the change.
+		head := "after `" + clipNonEmpty(from, max/3) + "`, added `"
+		return lead + head + clip(strings.TrimPrefix(rest, " "), max-len(head)-1) + "`"
+	}
+	quote := func(f, t string) string { return lead + "`" + f + "` → `" + t + "`" }
 	if p := sharedStart(from, to); p > 0 {
 		from, to = "…"+from[p:], "…"+to[p:]
 		if b := quote(from, to); len(b) <= max {
@@ -728,7 +742,7 @@ func clipChange(body string, max int) string {
 	const frame = len("`` → ``")
 	room := max - frame
 	if room < 8 {
-		return clip(body, max)
+		return lead + clip(body, max)
 	}
 	keepTo := min(len(to), room-min(len(from), 8)) // a few bytes of the old text say where
 	keepFrom := room - keepTo
