@@ -164,6 +164,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"s/collections.Callable/Callable"},
 		},
 		{
+			name: "a failing test is resolved when the same run fails on other tests only",
+			build: func(b *spanBuilder) {
+				b.bash("Run the tests.", "python -m pytest tests/test_collection.py", rc(1, "FAILED tests/test_collection.py::test_pkgfile - AssertionError: assert False\n===== 1 failed, 70 passed in 2.1s =====")).
+					bash("Fix it.", "sed -i 's/col = new_col/col = [new_col]/' src/main.py", rc(0, "")).
+					bash("Again.", "python -m pytest tests/test_collection.py", rc(1, "FAILED tests/test_collection.py::test_symlinks - Failed: nomatch\n===== 1 failed, 70 passed in 2.0s ====="))
+			},
+			budget: 1500,
+			wanted: []string{"[m0003]: resolved [m0007] after changing src/main.py [m0005]", "[m0007]: unresolved"},
+		},
+		{
 			name: "an error nothing fixed stays unresolved",
 			build: func(b *spanBuilder) {
 				b.bash("Run the tests.", "python -m pytest tests", rc(1, "FAILED tests/test_a.py::test_x - assert 1 == 2\n===== 1 failed in 0.1s ====="))

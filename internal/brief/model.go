@@ -1232,7 +1232,7 @@ func (m *model) trackError(s *step) {
 	// does a later run of the same command that fails otherwise after an
 	// error that stops a program before it runs (a syntax or import error).
 	for _, e := range m.errors {
-		if e.resolved == "" && e.line != line && (e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead && earlyErrorRe.MatchString(e.line) || m.fixedWhereRaised(e, s, line)) {
+		if e.resolved == "" && e.line != line && (e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead && earlyErrorRe.MatchString(e.line) || m.fixedWhereRaised(e, s, line) || passedSince(e, s, key)) {
 			e.resolved, e.resolvedBy = s.id(), s
 			e.fix = m.fixBetween(e, s)
 		}
@@ -1287,6 +1287,36 @@ func (m *model) fixedWhereRaised(e *errState, s *step, line string) bool {
 		}
 	}
 	return false
+}
+
+// passedSince reports a run of the same tests as e's that fails on other
+// tests only: the tests e failed on ran and passed ("test_pkgfile" failed,
+// then the same file's run fails on test_collect_sub_with_symlinks).
+func passedSince(e *errState, s *step, key string) bool {
+	if e.key != key || e.lastFailed == nil || s.f.call.kind != kindTest {
+		return false
+	}
+	was, now := failedTests(e.lastFailed), failedTests(s)
+	if len(was) == 0 || len(now) == 0 || len(now) >= maxFailedListed {
+		return false // a list cut short may leave e's tests out
+	}
+	for _, t := range was {
+		if slices.Contains(now, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// failedTests are the names of the tests a step's output says failed.
+func failedTests(s *step) []string {
+	var out []string
+	for _, t := range s.f.out.failed {
+		if !strings.HasPrefix(t, "first assertion: ") {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // knownFile is the file state a path names, as file finds it, without
@@ -1364,6 +1394,7 @@ func (m *model) resolvedFailures() map[string]bool {
 // success: files written or edited in between, or the changed arguments.
 func (m *model) fixBetween(e *errState, ok *step) string {
 	var changed, installed []string
+	changedAt := map[string][]string{} // the messages that changed each path
 	var last *step
 	for _, s := range m.steps[:ok.n] {
 		if s.n <= e.n {
@@ -1374,7 +1405,11 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 		}
 		if s.f.call.kind.changes() && !s.failed {
 			for _, p := range s.files {
-				changed = appendNew(changed, shortPath(p)+" ["+s.id()+"]")
+				p = shortPath(p)
+				if changedAt[p] == nil {
+					changed = append(changed, p)
+				}
+				changedAt[p] = appendNew(changedAt[p], s.id())
 			}
 		}
 		if s.f.call.kind == kindInstall && !s.failed && !installedNothing(s) {
@@ -1384,6 +1419,9 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 	}
 	var fixes []string
 	if len(changed) > 0 {
+		for i, p := range changed {
+			changed[i] = p + " [" + strings.Join(headLines(changedAt[p], 3), ", ") + "]"
+		}
 		fixes = append(fixes, "changing "+strings.Join(headLines(changed, 3), ", "))
 	}
 	if len(installed) > 0 {

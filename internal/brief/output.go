@@ -489,7 +489,7 @@ func readTests(o *output, lines []string) {
 			if m[4] != "" {
 				name += " (" + m[4] + ")"
 			}
-			if len(fails) < 8 {
+			if len(fails) < maxFailedListed {
 				fails = appendNew(fails, clip(name, 140))
 			}
 			continue
@@ -523,6 +523,9 @@ func readTests(o *output, lines []string) {
 		}
 	}
 }
+
+// maxFailedListed is how many failing tests' names an output keeps.
+const maxFailedListed = 8
 
 func cmpOr(a, b string) string {
 	if a != "" {
