@@ -439,6 +439,9 @@ func readErrors(o *output, lines []string) {
 			}
 			continue
 		}
+		if t == "Traceback:" {
+			continue // pytest's heading of a collection error's frames: the "E " line after them is the error
+		}
 		if errorLineRe.MatchString(t) || exceptionRe.MatchString(t) && strings.Contains(t, ":") {
 			o.errLine = clip(t, 220)
 		}

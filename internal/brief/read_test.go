@@ -112,6 +112,12 @@ func TestReadOutput(t *testing.T) {
 			t.Fatalf("%+v", o)
 		}
 	})
+	t.Run("a pytest collection error is its E line, not its Traceback heading", func(t *testing.T) {
+		o := readOutput("==== ERRORS ====\n____ ERROR collecting testing/test_junitxml.py ____\nImportError while importing test module '/testbed/testing/test_junitxml.py'.\nHint: make sure your test modules/packages have valid Python names.\nTraceback:\ntesting/test_junitxml.py:8: in <module>\n    import xmlschema\nE   ModuleNotFoundError: No module named 'xmlschema'\n==== 1 error in 0.3s ====", false)
+		if o.errLine != "E ModuleNotFoundError: No module named 'xmlschema'" {
+			t.Fatalf("%q", o.errLine)
+		}
+	})
 	t.Run("unittest", func(t *testing.T) {
 		o := readOutput("...\n----------------------------------------------------------------------\nRan 5 tests in 0.010s\n\nOK", false)
 		if o.tests != "ran 5 tests: OK" || !o.testsOK {
