@@ -1230,7 +1230,7 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 		{"`argtype, argname = fieldarg.split(None, 1)` → `argtype, argname = fieldarg.rsplit(None, 1)`", 50, "`…split(None, 1)` → `…rsplit(None, 1)`"},
 		{"`self.x = compute(a, b, c, d, e, f, g)` → `self.x = compute(a, b, c, d, e, f, g, h)`", 40, "`…g)` → `…g, h)`"},
 		// A pure addition says what was added.
-		{"`import collections` → `import collections ⏎ try: ⏎ from collections.abc import Callable ⏎ except ImportError:`", 70, "after `import collections`, added `⏎ try: ⏎ from collections.abc…`"},
+		{"`import collections` → `import collections ⏎ try: ⏎ from collections.abc import Callable ⏎ except ImportError:`", 70, "added `try: ⏎ from collections.abc import…` after `import…`"},
 		// The words before the quotes stay whole.
 		{"every `collections.MutableMapping` → `MutableMapping`", 50, "every `collections.MutableMa…` → `MutableMapping`"},
 		{"`strict=self.strict)` → ``", 50, "removed `strict=self.strict)`"},

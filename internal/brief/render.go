@@ -722,9 +722,11 @@ func clipChange(body string, max int) string {
 	}
 	from, to = from[1:], to[:len(to)-1]
 	if rest, ok := strings.CutPrefix(to, from); ok && from != "" {
-		// A pure addition: what was added is the change.
-		head := "after `" + clipNonEmpty(from, max/3) + "`, added `"
-		return lead + head + clip(strings.TrimPrefix(rest, " "), max-len(head)-1) + "`"
+		// A pure addition: what was added is the change, where second.
+		rest = strings.TrimPrefix(strings.TrimPrefix(rest, " "), "⏎ ")
+		room := max - len("added `` after ``")
+		keepRest := min(len(rest), room-min(len(from), 10))
+		return lead + "added `" + clip(rest, keepRest) + "` after `" + clipNonEmpty(from, room-keepRest) + "`"
 	}
 	quote := func(f, t string) string { return lead + "`" + f + "` → `" + t + "`" }
 	if p := sharedStart(from, to); p > 0 {
