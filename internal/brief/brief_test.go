@@ -174,6 +174,15 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"[m0003]: resolved [m0007] after changing src/main.py [m0005]", "[m0007]: unresolved"},
 		},
 		{
+			name: "a side command's error from two lines is one error",
+			build: func(b *spanBuilder) {
+				b.bash("Build and read the log.", "sphinx-build -b html . _build/html; cat /tmp/debug.log", rc(1, "build succeeded.\ncat: /tmp/debug.log: No such file or directory")).
+					bash("Run the script instead.", "python3 reproduce.py; cat /tmp/debug.log", rc(1, "done\ncat: /tmp/debug.log: No such file or directory"))
+			},
+			budget: 1200,
+			wanted: []string{"cat: /tmp/debug.log: No such file or directory [m0003, m0005]"},
+		},
+		{
 			name: "an error nothing fixed stays unresolved",
 			build: func(b *spanBuilder) {
 				b.bash("Run the tests.", "python -m pytest tests", rc(1, "FAILED tests/test_a.py::test_x - assert 1 == 2\n===== 1 failed in 0.1s ====="))

@@ -1243,7 +1243,9 @@ func (m *model) trackError(s *step) {
 		key = kindKey
 	}
 	for _, e := range m.errors {
-		if e.line == line && e.key == key && e.resolved == "" {
+		// A side command's error ("cat: /tmp/debug.log: No such file or
+		// directory") is one error whatever line it came from.
+		if e.line == line && (e.key == key || sideCommandRe.MatchString(line)) && e.resolved == "" {
 			e.ids = append(e.ids, s.id())
 			e.lastFailed = s
 			e.n = s.n
