@@ -353,7 +353,9 @@ func editWhat(c call, o output) string {
 	if i := strings.Index(c.label, "edit "); i >= 0 {
 		rest := strings.Fields(c.label[i+5:])
 		if len(rest) > 0 {
-			rng = "lines " + strings.ReplaceAll(rest[0], ":", "-") + " replaced"
+			// "edit 1:1; #!/usr/bin/perl; …": a short script's label
+			// joins its lines with "; " (shellLabel).
+			rng = "lines " + strings.ReplaceAll(strings.TrimRight(rest[0], ";"), ":", "-") + " replaced"
 		}
 	}
 	if rng == "" {

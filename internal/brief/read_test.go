@@ -223,3 +223,12 @@ func TestAPICallLabel(t *testing.T) {
 		t.Errorf("callText at 50 = %q, want %q (values alone rather than cut)", got, want)
 	}
 }
+
+// TestEditWhatOfAJoinedScript: a short script's label joins its lines with
+// "; " (shellLabel), which must not end up in the edit's line range.
+func TestEditWhatOfAJoinedScript(t *testing.T) {
+	c := classifyCall("bash", `{"command": "edit 1:1\n#!/usr/bin/perl\nprint 1;\nend_of_edit\n"}`)
+	if got := editWhat(c, output{}); got != "lines 1-1 replaced" {
+		t.Fatalf("editWhat = %q (label %q)", got, c.label)
+	}
+}
