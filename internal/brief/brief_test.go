@@ -1258,3 +1258,20 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 		}
 	}
 }
+
+func TestThoughtKeepsItsConclusion(t *testing.T) {
+	// tau-bench-7's think at m0021.
+	th := "The original flight from ATL to DFW (HAT252) departs at 01:00 EST. The user prefers a new flight to LAS within 3-4 hours of this time. The available flights to LAS are HAT052 (03:00 EST), HAT102 (21:00 EST), HAT174 (01:00 EST), HAT178 (08:00 EST), and HAT281 (22:00 EST). The flight HAT052 at 03:00 EST is within the preferred time range."
+	for _, tc := range []struct {
+		max  int
+		want string
+	}{
+		{180, "The original flight from ATL to DFW (HAT252) departs at 01:00 EST. … The flight HAT052 at 03:00 EST is within the preferred time range."},
+		{100, "The original flight from ATL… The flight HAT052 at 03:00 EST is within the preferred time range."},
+		{400, th},
+	} {
+		if got := thoughtText(th, tc.max); got != tc.want {
+			t.Errorf("thoughtText(%d) = %q, want %q", tc.max, got, tc.want)
+		}
+	}
+}

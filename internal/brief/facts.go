@@ -186,14 +186,38 @@ func isReading(s string) bool {
 	return true
 }
 
+// thoughtText is a think tool's thought within max bytes. A thought
+// reasons towards its conclusion, so a cut keeps its first and last
+// sentences ("The original flight … departs at 01:00 EST. … The flight
+// HAT052 at 03:00 EST is within the preferred time range."): cut at the
+// end it stopped before it concluded.
+func thoughtText(t string, max int) string {
+	t = strings.TrimSpace(t)
+	if len(t) <= max {
+		return t
+	}
+	ss := sentences(t)
+	if len(ss) < 2 {
+		return clip(t, max)
+	}
+	first, last := ss[0], ss[len(ss)-1]
+	const gap = len(" … ")
+	switch {
+	case len(first)+gap+len(last) <= max:
+		return first + " … " + last
+	case len(last)+gap+12 <= max:
+		return clip(first, max-gap-len(last)) + " " + last
+	}
+	return clip(t, max)
+}
+
 // resultText says what a step showed, by kind.
 func resultText(m *model, s *step, level int) string {
 	f := s.f
 	o := &f.out
 	c := &f.call
 	if c.kind == kindThink {
-		// A thought is the agent's conclusion: cut short it says nothing.
-		return clip(c.thought, []int{300, 180, 100}[level])
+		return thoughtText(c.thought, []int{300, 180, 100}[level])
 	}
 	if c.kind == kindFinish {
 		return clip("finished: "+cmpOr(c.thought, firstNonEmpty(o.short)), []int{240, 120, 40}[level])
