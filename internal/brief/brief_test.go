@@ -147,6 +147,30 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"sqlite3.OperationalError: no such table: t", "resolved [m0007] after changing reproduce.py [m0005]"},
 		},
 		{
+			name: "a file's head, or its lines a grep kept, is not the file read whole",
+			build: func(b *spanBuilder) {
+				b.bash("Look at the imports.", "head -n 50 xarray/core/variable.py", rc(0, "import copy\nimport itertools\nfrom . import utils")).
+					bash("Find is_duck_array.", "cat xarray/core/utils.py | grep -A 3 \"def is_duck_array\"", rc(0, "def is_duck_array(value: Any) -> bool:\n    if isinstance(value, np.ndarray):\n        return True\n    return False")).
+					bash("And the test file's start.", "tail -20 xarray/tests/test_backends.py", rc(0, "def test_end():\n    pass"))
+			},
+			budget:   900,
+			wanted:   []string{"variable.py: read lines 1-50", "utils.py: read lines matching `def is_duck_array`", "test_backends.py: read the last 20 lines"},
+			unwanted: []string{"whole", "content:"},
+		},
+		{
+			name: "a chained traceback's error is its last exception, whatever its name",
+			build: func(b *spanBuilder) {
+				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +
+					"AttributeError: module 'reproduce_app' has no attribute 'default_app_config'\n\nDuring handling of the above exception, another exception occurred:\n\n" +
+					"Traceback (most recent call last):\n  File \"reproduce_issue.py\", line 36, in <module>\n    django.setup()\n  File \"/testbed/django/apps/config.py\", line 78, in _path_from_module\n    \"with a 'path' class attribute.\" % (module,))\n" +
+					"django.core.exceptions.ImproperlyConfigured: The app module <module 'reproduce_app'> has no filesystem location"
+				b.bash("Run.", "python3 reproduce_issue.py", rc(1, trace))
+			},
+			budget:   900,
+			wanted:   []string{"ImproperlyConfigured: The app module <module 'reproduce_app'> has no filesystem location"},
+			unwanted: []string{"has no attribute 'default_app_config'"},
+		},
+		{
 			name: "an error is resolved when the file it was raised in changed and the same run fails otherwise, not behind a syntax error",
 			build: func(b *spanBuilder) {
 				trace := func(file, line, exc string) string {

@@ -767,15 +767,47 @@ func pipedRange(c *shellCmd) string {
 				}
 				return "lines " + m[1] + "-" + m[2]
 			}
+			return "part (through sed -n)"
 		}
-	case "head":
-		for k, a := range c.args() {
-			if a == "-n" && k+1 < len(c.args()) && isNumber(c.args()[k+1]) {
-				return "lines 1-" + c.args()[k+1]
-			}
+	case "head", "tail":
+		return headTailPart(c)
+	case "grep", "egrep", "fgrep", "rg":
+		// "cat utils.py | grep -A 10 'def is_duck_array'" read what
+		// matched, not the file.
+		if pat, _ := grepOperands(c); pat != "" {
+			return "lines matching " + quoteCode(pat, 60)
 		}
+		return "lines matching a pattern"
+	case "awk", "cut", "sort", "uniq", "wc", "jq":
+		return "part (through " + c.prog() + ")"
 	}
 	return ""
+}
+
+// headTailPart is the part of a file head or tail prints: "lines 1-50",
+// "the last 20 lines" (-n N, -N, or the default ten).
+func headTailPart(c *shellCmd) string {
+	n := "10"
+	args := c.args()
+	for k, a := range args {
+		switch {
+		case a == "-n" && k+1 < len(args):
+			n = strings.TrimPrefix(args[k+1], "+")
+		case strings.HasPrefix(a, "-n") && len(a) > 2:
+			n = a[2:]
+		case strings.HasPrefix(a, "--lines="):
+			n = a[len("--lines="):]
+		case len(a) > 1 && a[0] == '-' && isNumber(a[1:]):
+			n = a[1:]
+		}
+	}
+	if !isNumber(n) {
+		return ""
+	}
+	if c.prog() == "tail" {
+		return "the last " + n + " lines"
+	}
+	return "lines 1-" + n
 }
 
 // shellLabel is a command line for display: a leading "cd DIR &&" (or a
@@ -947,9 +979,13 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 		if fromPipe {
 			return kindView, out
 		}
+		part := ""
+		if prog == "head" || prog == "tail" {
+			part = headTailPart(c) // "head -n 50 f" did not read f whole
+		}
 		for _, p := range ops {
 			if p != "" && !strings.HasPrefix(p, "+") && !isNumber(p) {
-				out = append(out, fileOp{path: p, op: kindView})
+				out = append(out, fileOp{path: p, op: kindView, what: part})
 			}
 		}
 		return kindView, out

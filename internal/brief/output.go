@@ -72,15 +72,18 @@ var (
 	editedRe     = regexp.MustCompile(`^The file (\S+) has been edited\.`)
 	createdRe    = regexp.MustCompile(`^File created successfully at: (\S+)`)
 	frameRe      = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+)(?:, in (\S+))?`)
-	exceptionRe  = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|NotFound|Denied)\b(?::.*)?$`)
-	errorLineRe  = regexp.MustCompile(`(?i)^(?:error|fatal|panic)\b[:\s].*|.*\b(?:No such file or directory|command not found|Permission denied|Segmentation fault|cannot access|not recognized|Traceback)\b.*|^E\s{2,}\S.*|.*:\s*(?:error|Error):.*`)
-	missingRe    = regexp.MustCompile(`(?:cannot access|can't open|cannot open|No such file or directory:?|does not exist)[:\s]*'?"?([^'"\s:]+)?`)
-	titleRe      = regexp.MustCompile(`(?is)<title>\s*(.*?)\s*</title>`)
-	hrefRe       = regexp.MustCompile(`(?i)<a\b[^>]*\bhref=["']([^"'#>]+)["']`)
-	inputRe      = regexp.MustCompile(`(?i)<(?:input|textarea|select)\b[^>]*\bname=(?:"([^"]+)"|'([^']+)'|([^\s>]+))[^>]*>`)
-	formRe       = regexp.MustCompile(`(?i)<form\b[^>]*>`)
-	tagRe        = regexp.MustCompile(`<[^>]{0,300}>`)
-	progressRe   = regexp.MustCompile(`^\s*(?:% Total|Dload|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s+\d+).*`)
+	// traceEndRe is the line that ends a traceback whatever the exception's
+	// name (Django's ImproperlyConfigured): unindented, after a frame.
+	traceEndRe  = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s.*)?$`)
+	exceptionRe = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|NotFound|Denied)\b(?::.*)?$`)
+	errorLineRe = regexp.MustCompile(`(?i)^(?:error|fatal|panic)\b[:\s].*|.*\b(?:No such file or directory|command not found|Permission denied|Segmentation fault|cannot access|not recognized|Traceback)\b.*|^E\s{2,}\S.*|.*:\s*(?:error|Error):.*`)
+	missingRe   = regexp.MustCompile(`(?:cannot access|can't open|cannot open|No such file or directory:?|does not exist)[:\s]*'?"?([^'"\s:]+)?`)
+	titleRe     = regexp.MustCompile(`(?is)<title>\s*(.*?)\s*</title>`)
+	hrefRe      = regexp.MustCompile(`(?i)<a\b[^>]*\bhref=["']([^"'#>]+)["']`)
+	inputRe     = regexp.MustCompile(`(?i)<(?:input|textarea|select)\b[^>]*\bname=(?:"([^"]+)"|'([^']+)'|([^\s>]+))[^>]*>`)
+	formRe      = regexp.MustCompile(`(?i)<form\b[^>]*>`)
+	tagRe       = regexp.MustCompile(`<[^>]{0,300}>`)
+	progressRe  = regexp.MustCompile(`^\s*(?:% Total|Dload|\d+\s+[\d.]+[kMG]?\s+\d+\s+[\d.]+[kMG]?\s+\d+).*`)
 	// buildLogRe is what build tools print before their result: a banner
 	// ("Running Sphinx v3.2.0") and progress ("reading sources... [100%]
 	// index", "pickling environment... done").
@@ -406,7 +409,7 @@ func readErrors(o *output, lines []string) {
 		if strings.Contains(t, "Warning:") && !strings.Contains(t, "Error") {
 			continue // a warning is not the error
 		}
-		if inTrace && exceptionRe.MatchString(t) {
+		if inTrace && (exceptionRe.MatchString(t) || lastFrame != "" && l == t && traceEndRe.MatchString(t)) {
 			o.errLine = clip(t, 220)
 			o.errAt = projectFrame
 			if o.errAt == "" {
