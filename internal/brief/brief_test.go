@@ -158,6 +158,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"whole", "content:"},
 		},
 		{
+			name: "commands written in a message that made no tool call are the next step, as not run",
+			build: func(b *spanBuilder) {
+				b.bash("Look at the schema editor.", "grep -n collation django/db/backends/mysql/schema.py", rc(0, "12:    sql_alter_column_collate = ...")).
+					say("THOUGHT: I'll create `reproduce_issue.py`.\n\n```bash\ncat <<'EOF' > reproduce_issue.py\nimport django\nprint(1)\nEOF\n```\n\nLet's run it.\n\n```bash\npython3 reproduce_issue.py\n```")
+			},
+			budget:   900,
+			wanted:   []string{"NEXT: [m0005] wrote commands but made no tool call, so none ran: `cat <<'EOF' > reproduce_issue.py …(3 more lines)`, then `python3 reproduce_issue.py`."},
+			unwanted: []string{"\"Let's run it.\""},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -222,7 +222,10 @@ type model struct {
 	errors   []*errState
 	notes    []note // decisions
 	intents  []note
-	asked    *note  // the last question the assistant asked the user, unanswered in the span
+	asked    *note // the last question the assistant asked the user, unanswered in the span
+	// drafted is the last assistant message that wrote shell commands in
+	// its text but made no tool call: nothing ran them.
+	drafted  *note
 	told     []note // what the assistant told the user (its messages without tool calls)
 	finished *step
 	ids      map[string]*identUse // span identifiers
@@ -452,6 +455,11 @@ func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache 
 		}
 		m.countIdents(tf.idents, true)
 		m.readAssistant(msg, thought, tf)
+		if len(msg.ToolCalls) == 0 {
+			if d := draftedCommands(text); d != "" {
+				m.drafted = &note{id: msg.ID, n: len(m.steps), text: d}
+			}
+		}
 		first := true
 		for k := range msg.ToolCalls {
 			tc := &msg.ToolCalls[k]
@@ -1719,4 +1727,38 @@ func (m *model) sortedFiles() []*fileState {
 		}
 	}
 	return out
+}
+
+// draftedCommands are the shell blocks of a message's text ("```bash"),
+// labelled as the briefing labels commands: what a message that made no
+// tool call meant to run.
+func draftedCommands(text string) string {
+	if !strings.Contains(text, "```") {
+		return ""
+	}
+	var cmds []string
+	var block []string
+	in, shell := false, false
+	for l := range strings.SplitSeq(text, "\n") {
+		t := strings.TrimSpace(l)
+		if !strings.HasPrefix(t, "```") {
+			if in && shell {
+				block = append(block, l)
+			}
+			continue
+		}
+		if in {
+			if shell && len(block) > 0 {
+				cmds = append(cmds, quoteCode(shellLabel(strings.Join(block, "\n")), 100))
+			}
+			in, block = false, nil
+			continue
+		}
+		lang := strings.ToLower(strings.TrimPrefix(t, "```"))
+		in, shell = true, lang == "bash" || lang == "sh" || lang == "shell" || lang == "console" || lang == "zsh"
+	}
+	if len(cmds) > 3 {
+		cmds = append(cmds[:2], cmds[len(cmds)-1])
+	}
+	return strings.Join(cmds, ", then ")
 }

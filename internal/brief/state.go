@@ -210,6 +210,11 @@ func (m *model) nextText(quote int) string {
 	if m.asked != nil && m.asked.n == len(m.steps) {
 		return "the user has not yet answered [" + m.asked.id + "]: \"" + endingOf(plainText(m.asked.text), quote) + "\""
 	}
+	if d := m.drafted; d != nil && d.n == len(m.steps) && d.n > 0 {
+		// "Let's run it." names nothing: what it meant is the message's
+		// own commands, and none of them ran.
+		return "[" + d.id + "] wrote commands but made no tool call, so none ran: " + d.text + "."
+	}
 	for i := len(m.intents) - 1; i >= 0; i-- {
 		in := m.intents[i]
 		if !in.done && in.n >= len(m.steps)-2 {
