@@ -452,6 +452,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"still failing", "after pip install"},
 		},
 		{
+			name: "a test file run that reports no tests does not resolve a test run that could not start",
+			build: func(b *spanBuilder) {
+				b.bash("", "python3 -m pytest sympy/core/tests/test_basic.py", rc(1, "/usr/bin/python3: No module named pytest")).
+					bash("", "python3 sympy/core/tests/test_basic.py", rc(0, "/testbed/sympy/core/basic.py:3: DeprecationWarning: Using or importing the ABCs from 'collections' is deprecated")).
+					bash("It ran but didn't output anything.", "bin/test sympy/core/tests/test_basic.py", rc(0, "============= tests finished: 16 passed, in 0.20 seconds ============="))
+			},
+			budget:   900,
+			wanted:   []string{"No module named pytest [m0003]: resolved [m0007] with another command: bin/test sympy/core/tests/test_basic.py"},
+			unwanted: []string{"resolved [m0005]"},
+		},
+		{
 			name: "a fix the agent says misfired leaves the error open",
 			build: func(b *spanBuilder) {
 				b.step("", "str_replace_editor", `{"command": "str_replace", "path": "/w/match.c", "old_str": "case X:", "new_str": "case X: y();"}`,

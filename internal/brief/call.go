@@ -992,6 +992,7 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 	case prog == "python" || prog == "python3" || strings.HasPrefix(prog, "python3."):
 		return classifyPythonCommand(c, out)
 	case testProgs[prog] || prog == "go" && len(ops) > 0 && ops[0] == "test" ||
+		prog == "test" && strings.Contains(c.words[0], "/") || // sympy's bin/test, not the shell's test
 		(prog == "npm" || prog == "yarn" || prog == "cargo" || prog == "make") && len(ops) > 0 && ops[0] == "test":
 		return kindTest, out
 	case prog == "pip" || prog == "pip3" || prog == "apt-get" || prog == "apt" || prog == "conda" || prog == "poetry" ||

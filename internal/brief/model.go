@@ -1198,6 +1198,14 @@ func stepKey(s *step) string {
 	return c.kind.String() + " " + c.target
 }
 
+// ranTests reports whether a step that worked got as far as a test run
+// that could not start would have: a test command that reports no tests
+// ("python3 tests/test_basic.py" prints nothing and exits 0) ran none, so
+// it does not resolve "No module named pytest".
+func ranTests(s *step) bool {
+	return s.f.call.kind != kindTest || s.f.out.tests != ""
+}
+
 // trackError records a failed step's error, and resolves earlier errors of
 // the same thing when this step succeeds.
 func (m *model) trackError(s *step) {
@@ -1209,7 +1217,7 @@ func (m *model) trackError(s *step) {
 	kindKey := "any " + s.f.call.kind.String()
 	if !s.failed {
 		for _, e := range m.errors {
-			if e.resolved == "" && (e.key == key || e.key == kindKey || e.lastHead != "" && e.lastHead == s.f.call.lastHead) {
+			if e.resolved == "" && (e.key == key || e.key == kindKey && ranTests(s) || e.lastHead != "" && e.lastHead == s.f.call.lastHead) {
 				e.resolved, e.resolvedBy = s.id(), s
 				e.fix = m.fixBetween(e, s)
 			}
