@@ -168,6 +168,20 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"\"Let's run it.\""},
 		},
 		{
+			name: "an agent's bold words are quoted without their marks, and a list of ids the next step names is not listed twice",
+			build: func(b *spanBuilder) {
+				b.user("My user ID is daiki_muller_1116. Cancel my trips.").
+					step("", "get_user_details", `{"user_id":"daiki_muller_1116"}`, `{"user_id": "daiki_muller_1116", "reservations": ["XEHM4B", "59XX6W", "3EMQJ6", "A90KR2"]}`).
+					step("", "get_reservation_details", `{"reservation_id":"59XX6W"}`, `{"reservation_id": "59XX6W", "cabin": "economy", "insurance": "yes"}`).
+					say("Based on the information:\n- **Reservation 59XX6W** can be canceled because it has travel insurance.").
+					user("Go on with the others.").
+					step("", "get_reservation_details", `{"reservation_id":"XEHM4B"}`, `{"reservation_id": "XEHM4B", "cabin": "business", "insurance": "no"}`)
+			},
+			budget:   900,
+			wanted:   []string{"Reservation 59XX6W can be canceled because it has travel insurance.", "NEXT: read 3EMQJ6, A90KR2"},
+			unwanted: []string{"59XX6W**", "- not yet read:"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +
@@ -249,8 +263,8 @@ func TestHandOffRules(t *testing.T) {
 			budget: 900,
 			// Rows of one shape are a table; the year the dates share is said
 			// once, in its header.
-			wanted: []string{"NEXT: read I6M8JQ, 4XGCCM", "created_at; dates are 2024", "8C8K4E [m0006]: business; yes; 05-08T10:31",
-				"UDMOP1 [m0008]: basic_economy; no; 05-09T11:34", "STATE:\n- nothing changed yet"},
+			wanted: []string{"NEXT: read I6M8JQ, 4XGCCM", "(below, dates in 2024)", "8C8K4E [m0006]: business; insurance yes; created_at 05-08T10:31",
+				"UDMOP1 [m0008]: basic_economy; insurance no; created_at 05-09T11:34", "STATE:\n- no call has changed anything yet"},
 		},
 		{
 			name: "the profile the user named outranks the newer records of a search",
@@ -359,9 +373,9 @@ func TestHandOffRules(t *testing.T) {
 						`{"reservation_id": "XAZ3C0", "origin": "ATL", "destination": "CLT", "flights": [{"flight_number": "HAT110", "date": "2024-05-27"}], "passengers": [{"first_name": "E", "last_name": "F"}], "created_at": "2024-05-06T15:43:54"}`)
 			},
 			budget: 900,
-			wanted: []string{"(columns) origin-destination;", "dates are 2024", "4XGCCM [m0003]: IAH-DTW; HAT116, HAT020 05-03, HAT169 05-04", "05-02T14:48",
+			wanted: []string{"(below, dates in 2024)", "4XGCCM [m0003]: IAH-DTW; HAT116, HAT020 05-03, HAT169 05-04; A B, C D; created_at 05-02T14:48",
 				"XAZ3C0 [m0005]: ATL-CLT; HAT110 05-27"},
-			unwanted: []string{"2024-05-02T14:48:47"},
+			unwanted: []string{"2024-05-02T14:48:47", "(columns)"},
 		},
 		{
 			name: "a page's form says its method and encoding",

@@ -290,7 +290,7 @@ func (l *layout) priorItem(sec section, e Entry, prio, order float64) {
 		text = "- " + text
 	}
 	it.texts[levelFull] = text
-	if sec == secRecords && !strings.HasPrefix(text, "- (columns)") {
+	if sec == secRecords && !strings.HasPrefix(text, recordsHeader) && !strings.HasPrefix(text, "- (columns)") {
 		// A record keeps its short values and dates, and the ids of its
 		// long ones, as when it was first written.
 		if c := compactRecordLine(text); c != text {

@@ -766,6 +766,11 @@ func sentences(text string) []string {
 	for _, para := range strings.Split(text, "\n") {
 		p := strings.TrimSpace(para)
 		p = strings.TrimLeft(p, "-*• ")
+		if !strings.Contains(p, "`") {
+			// Markdown bold ("**Reservation 59XX6W** can be canceled"), whose
+			// opening marks the list-marker trim took.
+			p = strings.ReplaceAll(p, "**", "")
+		}
 		if p == "" || strings.HasPrefix(p, "#") && !strings.HasPrefix(p, "# ") {
 			continue
 		}

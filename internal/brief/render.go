@@ -702,23 +702,26 @@ func (l *layout) buildRecords(recency func(int) float64) {
 			return m.userSaid(v)
 		})
 		t := newTable(group, cols)
-		head := &item{sec: secRecords, group: k, header: true, prio: 11, order: float64(pos)}
-		h := "- (columns) " + strings.Join(t.names(), "; ")
-		if len(shared) > 0 {
-			h += " (every row: " + strings.Join(shared, "; ") + ")"
+		// The header says once what every row shares; the rows name their
+		// own cells where a value does not say what it is (a flag, a
+		// count, a name), so a row reads without decoding it against a
+		// list of columns.
+		if h := tableHeader(shared, t.year); h != "" {
+			head := &item{sec: secRecords, group: k, header: true, prio: 11, order: float64(pos)}
+			head.setAll(h)
+			l.items = append(l.items, head)
+			pos++
 		}
-		if t.year != "" {
-			h += "; dates are " + t.year
-		}
-		head.setAll(h)
-		l.items = append(l.items, head)
-		pos++
 		for _, r := range group {
 			l.recordItem(r, t, k, recency, float64(pos))
 			pos++
 		}
 	}
-	for _, u := range m.unread() {
+	unread := m.unread()
+	if len(unread) > 0 {
+		unread = unread[:len(unread)-1] // the next step names the last list (nextText)
+	}
+	for _, u := range unread {
 		it := &item{sec: secRecords, prio: 9.5, order: 1e6, ids: []string{u.id}}
 		it.setAll("- not yet read: " + strings.Join(u.ids, ", ") + " (" + u.field + " of " + u.owner + " [" + u.id + "])")
 		l.items = append(l.items, it)
@@ -833,17 +836,39 @@ func newTable(group []*recordState, cols []string) *table {
 	return t
 }
 
-// names are the column names of the header.
-func (t *table) names() []string {
-	out := make([]string, len(t.cols))
-	for i, c := range t.cols {
-		out[i] = c
-		if second, ok := t.joined[c]; ok {
-			out[i] = c + "-" + second
-		}
+// recordsHeader starts the line before a table's rows that says what they
+// all share.
+const recordsHeader = "- (below, "
+
+// tableHeader is that line: the values every row shares and the year of
+// their dates; "" when they share nothing.
+func tableHeader(shared []string, year string) string {
+	var parts []string
+	if len(shared) > 0 {
+		parts = append(parts, "every record has "+strings.Join(shared, "; "))
 	}
-	return out
+	if year != "" {
+		parts = append(parts, "dates in "+year)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return recordsHeader + strings.Join(parts, "; ") + ")"
 }
+
+// cellText is a row's cell as written: the value, after its column's name
+// where the value alone does not say what it is (a flag, a number, a
+// count of names, a date of its own). A route ("IAH-DEN"), ids with their
+// dates ("HAT078, HAT118 05-27"), a word of the domain ("basic_economy")
+// or a name reads alone.
+func (t *table) cellText(i int, v string) string {
+	if _, ok := t.joined[t.cols[i]]; ok || !bareValueRe.MatchString(v) {
+		return v
+	}
+	return t.cols[i] + " " + v
+}
+
+var bareValueRe = regexp.MustCompile(`^(?:yes|no|true|false|none|null|-|\(\d+\)|[-+]?\d+(?:\.\d+)?|(?:\d{4}-)?\d{2}-\d{2}(?:T\d{2}:\d{2})?)$`)
 
 // cells returns a row's cells: pairs joined, dates without the table's
 // year or their seconds.
@@ -948,21 +973,29 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			brief.fields = append(brief.fields, f)
 		}
 		it.texts[levelMin] = head + brief.line(m.prefersField, 360)
+		if len(it.texts[levelMin]) >= len(it.texts[levelShort]) {
+			// The ids of the long values (every reservation, every payment
+			// method) outweigh their first words cut short.
+			it.texts[levelShort] = it.texts[levelMin]
+		}
 	} else {
-		// Cells are cut one by one so that the columns stay aligned; the
-		// least detail keeps the short cells (a cabin, a flag, a date)
-		// whole and elides the long ones (lists).
+		// Cells are cut one by one; the least detail keeps the short cells
+		// (a cabin, a flag, a date) whole, the ids of the long ones (a
+		// list of flights keeps its flight numbers), and leaves out the
+		// rest.
 		cells := t.cells(&r.rec)
 		for lv, cell := range []int{160, 40, 0} {
 			vals := make([]string, 0, len(cells))
-			for _, v := range cells {
+			for i, v := range cells {
 				switch {
 				case cell > 0:
 					v = clip(v, cell)
 				case len(v) > minCell && !looksLikeDate(v) && !shortDateRe.MatchString(strings.Fields(v)[0]) && !(numberMapRe.MatchString(v) && len(v) <= 50):
-					v = idsOnly(v) // a list of flights keeps its flight numbers
+					if v = idsOnly(v); v == "…" {
+						continue
+					}
 				}
-				vals = append(vals, v)
+				vals = append(vals, t.cellText(i, v))
 			}
 			it.texts[lv] = head + ": " + strings.Join(vals, "; ")
 		}

@@ -57,9 +57,9 @@ func (m *model) stateLines() []string {
 		parts = append(parts, "changed: "+strings.Join(changed, ", "))
 	case len(scratch) == 0 && len(recs) == 0 && len(earlier) == 0 && m.prior == nil:
 		if m.hasEditTools() {
-			parts = append(parts, "nothing edited yet (no file changed)")
+			parts = append(parts, "no file changed yet")
 		} else {
-			parts = append(parts, "nothing changed yet (no state-changing call)")
+			parts = append(parts, "no call has changed anything yet")
 		}
 	}
 	if len(earlier) > 0 {
