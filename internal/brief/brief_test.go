@@ -182,6 +182,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"59XX6W**", "- not yet read:"},
 		},
 		{
+			name: "a line that appends to a script and runs it tells what the script's last run did not print",
+			build: func(b *spanBuilder) {
+				b.bash("Reproduce.", "python3 reproduce_issue.py", rc(0, "BASE_DIR: /testbed\nTemplate directories: {PosixPath('/testbed')}\nISSUE REPRODUCED\nSimulating change in: /testbed/some_app/views.py")).
+					bash("Check template_changed too.", "cat <<'EOF' >> reproduce_issue.py\nprint(template_changed(None, dummy_file))\nprint(template_changed(None, dummy_txt))\nEOF\npython3 reproduce_issue.py",
+						rc(0, "BASE_DIR: /testbed\nTemplate directories: {PosixPath('/testbed')}\nISSUE REPRODUCED\nSimulating change in: /testbed/some_app/views.py\ntemplate_changed result for views.py: None\ntemplate_changed result for info.txt: True"))
+			},
+			budget: 900,
+			wanted: []string{"template_changed result for views.py: None | template_changed result for info.txt: True"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

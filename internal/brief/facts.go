@@ -627,6 +627,16 @@ func outputText(s *step, level int) string {
 			// Nothing new, but not the same: told as it is.
 		} else if t := strings.TrimSpace(o.lines[news]); t != first {
 			first, elided = t, true
+			// A few new lines are the run's whole news: told together.
+			var fresh []string
+			for _, l := range o.lines[news:] {
+				if l = strings.TrimSpace(l); l != "" && !progressLine(l) && !before[l] {
+					fresh = append(fresh, l)
+				}
+			}
+			if len(fresh) <= 3 {
+				first = strings.Join(fresh, " | ")
+			}
 		}
 	}
 	if strings.HasSuffix(first, ":") {

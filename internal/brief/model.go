@@ -854,6 +854,15 @@ func (m *model) addStep(s *step) {
 		}
 		s.prevRun = m.lastRun[f.call.label]
 		m.lastRun[f.call.label] = s
+		if h := f.call.lastHead; h != "" && (f.call.kind == kindRun || f.call.kind == kindTest || f.call.ranAfterChange) {
+			// "cat >> reproduce_issue.py … && python3 reproduce_issue.py"
+			// ran the script "python3 reproduce_issue.py" ran before: its
+			// news is what that run did not print.
+			if s.prevRun == nil {
+				s.prevRun = m.lastRun["\x00run "+h]
+			}
+			m.lastRun["\x00run "+h] = s
+		}
 	}
 	m.steps = append(m.steps, s)
 	for _, op := range f.call.ops {
