@@ -847,6 +847,23 @@ func TestHandOffRules(t *testing.T) {
 		}
 		mustContain(t, d.Text, "OBUT9V [m0004]: IAH-DEN")
 	})
+	t.Run("the issue's words the agent quotes are not its findings", func(t *testing.T) {
+		issue := "Autoreload breaks on empty string in TEMPLATES DIRS. This happens because django/template/autoreload.py::template_changed was previously comparing the empty string to a directory, and would never match."
+		var b spanBuilder
+		b.bash("THOUGHT: The PR says:\n> This happens because django/template/autoreload.py::template_changed was previously comparing the empty string to a directory, and would never match.\n\nSo the bug is that `template_changed` now returns True for every file.",
+			"cat django/template/autoreload.py", rc(0, "def template_changed(sender, file_path, **kwargs):\n    return True")).
+			bash("The PR description says: \"This happens because django/template/autoreload.py::template_changed was previously comparing the empty string\". I should check to_path.",
+				"grep -n to_path django/utils/_os.py", rc(0, "12:def to_path(value):"))
+		in := Input{Head: []briefd.Message{{ID: "m0002", Role: briefd.RoleUser, Content: briefd.Text(issue)}}, Span: b.msgs, BudgetTokens: 900, CountTokens: counter(t)}
+		d, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, d.Text, "So the bug is that `template_changed` now returns True for every file.")
+		if strings.Contains(d.Text, "was previously comparing") {
+			t.Fatalf("the issue's quoted words are listed as the agent's:\n%s", d.Text)
+		}
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

@@ -714,6 +714,9 @@ func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts
 		m.intents = append(m.intents, note{id: msg.ID, n: len(m.steps), text: s, done: own})
 	}
 	for _, s := range tf.decisions {
+		if m.quotesHead(s) {
+			continue // the task's own words, quoted: pinned, not a finding
+		}
 		if !slices.ContainsFunc(m.notes, func(n note) bool { return n.text == s }) {
 			m.notes = append(m.notes, note{id: msg.ID, n: len(m.steps), text: s})
 		}
@@ -765,6 +768,9 @@ func sentences(text string) []string {
 	var out []string
 	for _, para := range strings.Split(text, "\n") {
 		p := strings.TrimSpace(para)
+		if strings.HasPrefix(p, ">") {
+			continue // a block quote is someone else's words (the issue's)
+		}
 		p = strings.TrimLeft(p, "-*• ")
 		if !strings.Contains(p, "`") {
 			// Markdown bold ("**Reservation 59XX6W** can be canceled"), whose
@@ -1749,6 +1755,25 @@ func (m *model) sortedFiles() []*fileState {
 		}
 	}
 	return out
+}
+
+// quotesHead reports a sentence that quotes the pinned messages (the
+// issue text the agent cites: "The PR description says: …").
+func (m *model) quotesHead(s string) bool {
+	if i := strings.IndexAny(s, "\"“"); i >= 0 && i < len(s)-1 {
+		s = s[i+1:] // what the quotation marks open
+	}
+	s = strings.TrimLeft(s, "> ")
+	if len(s) < 40 {
+		return false
+	}
+	probe := s[:40]
+	for i := range m.head {
+		if strings.Contains(m.head[i].Content.String(), probe) {
+			return true
+		}
+	}
+	return false
 }
 
 // draftedCommands are the shell blocks of a message's text ("```bash"),
