@@ -192,6 +192,16 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"template_changed result for views.py: None | template_changed result for info.txt: True"},
 		},
 		{
+			name: "a line that writes a here-document and runs a command names the file and the command",
+			build: func(b *spanBuilder) {
+				b.bash("Rebuild with the new page.", "cat <<'EOF' > reproduction/index.rst\n.. autoclass:: reproduce_issue.Foo\n   :members:\nEOF\ncd reproduction && rm -rf _build && sphinx-build -b text . _build/text",
+					rc(0, "Running Sphinx v3.2.0\nbuild succeeded, 1 warning."))
+			},
+			budget:   900,
+			wanted:   []string{"write reproduction/index.rst (2 lines); sphinx-build -b text . _build/text → "},
+			unwanted: []string{"cat <<'EOF'", "written (2 lines), then ran"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -688,6 +688,13 @@ func classifyShell(line string) call {
 				break
 			}
 		}
+	} else if strings.Contains(line, "<<") {
+		// A here-document written, then a command run: the label names the
+		// file and shows the command ("cat <<'EOF' > index.rst …(7 more
+		// lines)" hid what ran).
+		if l, short := heredocLineLabel(cmds); l != "" {
+			c.label, c.short = clip(l, 160), clip(short, 90)
+		}
 	}
 	if c.target == "" {
 		for _, op := range c.ops {
@@ -808,6 +815,65 @@ func headTailPart(c *shellCmd) string {
 		return "the last " + n + " lines"
 	}
 	return "lines 1-" + n
+}
+
+// heredocLineLabel labels a line that writes here-documents into files
+// and runs other commands: "write index.rst (2 lines); sphinx-build -b
+// text . _build/text" (setup commands such as cd and rm left out), and a
+// shorter form naming the writes and the last command; "" when the line
+// does not.
+func heredocLineLabel(cmds []shellCmd) (label, short string) {
+	var writes, runs []string
+	for i := range cmds {
+		c := &cmds[i]
+		switch {
+		case c.heredoc != "" && c.out != "":
+			verb := "write "
+			if c.appends {
+				verb = "append to "
+			}
+			writes = append(writes, verb+c.out+" ("+lineCount(c.heredoc)+")")
+		case len(c.words) > 0 && !setupProgs[c.prog()]:
+			t := cmdText(c)
+			if c.piped {
+				t += " |"
+			}
+			runs = append(runs, t)
+		}
+	}
+	if len(writes) == 0 || len(runs) == 0 {
+		return "", ""
+	}
+	label = strings.ReplaceAll(strings.Join(append(writes, runs...), "; "), "|; ", "| ")
+	short = strings.Join(writes, "; ") + "; "
+	if len(runs) > 1 {
+		short += "…; "
+	}
+	return label, short + strings.TrimSuffix(runs[len(runs)-1], " |")
+}
+
+// setupProgs prepare a run without being what it is for.
+var setupProgs = map[string]bool{"cd": true, "rm": true, "mkdir": true, "touch": true, "export": true, "set": true,
+	"source": true, "true": true, "sleep": true}
+
+// cmdText writes a parsed command back as a line: its words, quoted where
+// they need it, and its redirection.
+func cmdText(c *shellCmd) string {
+	words := make([]string, len(c.words))
+	for i, w := range c.words {
+		if w == "" || strings.ContainsAny(w, " \t'\"$*?;&|<>()") {
+			w = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		words[i] = w
+	}
+	t := strings.Join(words, " ")
+	switch {
+	case c.out != "" && c.appends:
+		t += " >> " + c.out
+	case c.out != "":
+		t += " > " + c.out
+	}
+	return t
 }
 
 // shellLabel is a command line for display: a leading "cd DIR &&" (or a

@@ -252,6 +252,9 @@ func resultText(m *model, s *step, level int) string {
 			if o.tests != "" {
 				out = testText(o, level)
 			}
+			if strings.HasPrefix(f.call.label, "write ") || strings.HasPrefix(f.call.label, "append to ") {
+				return out // the label says what was written, then what ran
+			}
 			if ch := changeText(s, levelMin); ch != "ok" {
 				return ch + ", then ran → " + out
 			}
