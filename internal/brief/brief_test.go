@@ -194,11 +194,12 @@ func TestHandOffRules(t *testing.T) {
 		{
 			name: "a line that writes a here-document and runs a command names the file and the command",
 			build: func(b *spanBuilder) {
-				b.bash("Rebuild with the new page.", "cat <<'EOF' > reproduction/index.rst\n.. autoclass:: reproduce_issue.Foo\n   :members:\nEOF\ncd reproduction && rm -rf _build && sphinx-build -b text . _build/text",
-					rc(0, "Running Sphinx v3.2.0\nbuild succeeded, 1 warning."))
+				b.bash("Fix it.", "sed -i 's/bool_option/members_option/' sphinx/ext/autodoc/__init__.py", rc(0, "")).
+					bash("Rebuild with the new page.", "cat <<'EOF' > r/index.rst\n.. autoclass:: reproduce_issue.Foo\n   :members:\nEOF\ncd r && rm -rf _build && sphinx-build -b text . _build",
+						rc(0, "Running Sphinx v3.2.0\nbuild succeeded, 1 warning."))
 			},
 			budget:   900,
-			wanted:   []string{"write reproduction/index.rst (2 lines); sphinx-build -b text . _build/text → "},
+			wanted:   []string{"last check after the last change: [m0005] write r/index.rst (2 lines); sphinx-build -b text . _build → Running Sphinx v3.2.0 | build succeeded"},
 			unwanted: []string{"cat <<'EOF'", "written (2 lines), then ran"},
 		},
 		{
