@@ -82,7 +82,7 @@ func referenceOmitted(l *layout) string {
 	}
 	if nLeft == 0 && len(other) == 0 && len(keys) == 0 {
 		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
-			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
+			return "an earlier briefing's lines from " + rangeOf(mentionedIDs(p.leftOut)) + "."
 		}
 		return ""
 	}
@@ -94,18 +94,18 @@ func referenceOmitted(l *layout) string {
 	}
 	var parts []string
 	if len(left) > 0 {
-		parts = append(parts, plural(len(left), "step")+" ("+countKinds(left)+") at "+referenceRuns(left, l.m))
+		parts = append(parts, stepsLeftText(len(left), countKinds(left))+" at "+referenceRuns(left, l.m))
 	}
 	if len(keys) > 0 {
 		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
 	}
 	for sec := secTask; sec < numSections; sec++ {
 		if ids := other[sec]; len(ids) > 0 {
-			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids))
+			parts = append(parts, leftOutSection(sec)+rangeOf(ids))
 		}
 	}
 	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
-		parts = append(parts, "earlier, lines citing "+rangeOf(mentionedIDs(p.leftOut)))
+		parts = append(parts, "an earlier briefing's lines from "+rangeOf(mentionedIDs(p.leftOut)))
 	}
 	return strings.Join(parts, "; ") + "."
 }

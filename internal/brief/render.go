@@ -2105,6 +2105,44 @@ func isCode(id string) bool {
 	return letters > 0 && digits > 0
 }
 
+// stepsLeftText counts the steps left out: "7 lookups", or "9 steps (2
+// search, 7 lookup)" when they are of several kinds.
+func stepsLeftText(n int, kinds string) string {
+	count, k, ok := strings.Cut(kinds, " ")
+	if !ok || strings.Contains(k, ",") || count != strconv.Itoa(n) {
+		return plural(n, "step") + " (" + kinds + ")"
+	}
+	if noun, ok := kindNouns[k]; ok {
+		if n == 1 {
+			return "1 " + noun[0]
+		}
+		return count + " " + noun[1]
+	}
+	return plural(n, "step") + " (" + kinds + ")"
+}
+
+// kindNouns name steps of a kind, one and many.
+var kindNouns = map[string][2]string{"lookup": {"lookup", "lookups"}, "search": {"search", "searches"},
+	"view": {"file view", "file views"}, "list": {"listing", "listings"}, "run": {"run", "runs"},
+	"test": {"test run", "test runs"}, "http": {"HTTP request", "HTTP requests"}, "think": {"thought", "thoughts"},
+	"edit": {"edit", "edits"}, "write": {"file write", "file writes"}, "install": {"install", "installs"}}
+
+// leftOutSection says what a section's lines left out are, before the
+// messages they came from.
+func leftOutSection(sec section) string {
+	switch sec {
+	case secNotes:
+		return "the agent's remarks in "
+	case secRecords:
+		return "records read in "
+	case secFiles:
+		return "files touched in "
+	case secErrors:
+		return "errors in "
+	}
+	return strings.ToLower(strings.Fields(sectionNames[sec])[0]) + " lines from "
+}
+
 // omittedText names the steps and earlier items left out, by message ids.
 func (l *layout) omittedText() string {
 	// The steps left out are counted by position and listed in order,
@@ -2112,14 +2150,14 @@ func (l *layout) omittedText() string {
 	lo := l.countLeftOut()
 	if lo.steps == 0 && !lo.other && lo.keys == 0 {
 		if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
-			return "earlier, lines citing " + rangeOf(mentionedIDs(p.leftOut)) + "."
+			return "an earlier briefing's lines from " + rangeOf(mentionedIDs(p.leftOut)) + "."
 		}
 		return ""
 	}
 	var parts []string
 	if lo.steps > 0 {
 		kinds, runs := lo.stepsText(l.m)
-		parts = append(parts, plural(lo.steps, "step")+" ("+kinds+") at "+runs)
+		parts = append(parts, stepsLeftText(lo.steps, kinds)+" at "+runs)
 	}
 	if lo.keys > 0 {
 		keys := make([]string, len(lo.keyed))
@@ -2130,11 +2168,11 @@ func (l *layout) omittedText() string {
 	}
 	for sec := secTask; sec < numSections; sec++ {
 		if ids := lo.cited[sec]; ids.n > 0 {
-			parts = append(parts, strings.ToLower(strings.Fields(sectionNames[sec])[0])+" lines citing "+rangeOf(ids.ids()))
+			parts = append(parts, leftOutSection(sec)+rangeOf(ids.ids()))
 		}
 	}
 	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
-		parts = append(parts, "earlier, lines citing "+rangeOf(mentionedIDs(p.leftOut)))
+		parts = append(parts, "an earlier briefing's lines from "+rangeOf(mentionedIDs(p.leftOut)))
 	}
 	return strings.Join(parts, "; ") + "."
 }
