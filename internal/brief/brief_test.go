@@ -203,6 +203,18 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"cat <<'EOF'", "written (2 lines), then ran"},
 		},
 		{
+			name: "a traceback after a progress line, with debug prints between its frames, ends in its exception",
+			build: func(b *spanBuilder) {
+				out := "collected 1 item\n\nreproduce_issue.py DEBUG: logreport outcome=passed\nsTraceback (most recent call last):\n  File \"/bin/pytest\", line 8, in <module>\n" +
+					"DEBUG: logreport no wasxfail outcome=passed\n    sys.exit(console_main())\n  File \"/testbed/src/_pytest/terminal.py\", line 1251, in _folded_skips\n    key = (fspath, lineno, reason)\n" +
+					"TypeError: object of type 'ExceptionChainRepr' has no len()"
+				b.bash("Run.", "pytest -rsx -s reproduce_issue.py", rc(1, out))
+			},
+			budget:   900,
+			wanted:   []string{"TypeError: object of type 'ExceptionChainRepr' has no len()"},
+			unwanted: []string{"exit 1: DEBUG", "sTraceback"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +
@@ -649,8 +661,9 @@ func TestHandOffRules(t *testing.T) {
 					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case B:\n\treturn t;", "new_str": "x"}`,
 						"ERROR:\nNo replacement was performed, old_str `case B:\n\treturn t;` did not appear verbatim in /w/src/match.c.")
 			},
-			budget:   900,
-			wanted:   []string{"old_str `case B: ⏎ return t;` did not appear verbatim in /w/src/match.c. [m0003, m0005] (2 attempts, each quoting other text; the last quoted): unresolved"},
+			budget: 900,
+			wanted: []string{"old_str `case B: ⏎ ⇥ return t;` did not appear verbatim in /w/src/match.c. [m0003, m0005] (2 tries, each with other text; the last one shown): unresolved",
+				"- the last edit of /w/src/match.c was not made: ", "NEXT: make the edit of /w/src/match.c that failed at [m0005]"},
 			unwanted: []string{"`case A:"},
 		},
 		{

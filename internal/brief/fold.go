@@ -103,11 +103,7 @@ func parseText(text string) *prior {
 			if inline[sec] {
 				switch sec {
 				case secIndex:
-					for _, id := range strings.Split(rest, ", ") {
-						if id = strings.TrimSpace(id); id != "" {
-							p.index = append(p.index, id)
-						}
-					}
+					p.index = append(p.index, indexNames(rest)...)
 				case secOmitted:
 					p.leftOut = rest
 				default:

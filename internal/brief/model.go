@@ -495,6 +495,17 @@ func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache 
 // the agent itself said the step that did misfired (an edit that went
 // through but landed in the wrong place leaves the cause in place). It is
 // read at writing time, so a reaction read later counts.
+// failedEdit is the file an edit that failed was to change (the editor
+// refused it: no replacement, a syntax error it would introduce): the
+// file is as it was, so the next step is the edit, not a fix. "" for any
+// other error.
+func (e *errState) failedEdit() string {
+	if e.lastFailed == nil || e.lastFailed.f.call.kind != kindEdit {
+		return ""
+	}
+	return e.lastFailed.f.call.target
+}
+
 func (e *errState) open() bool {
 	if e.resolved == "" || e.resolvedBy == nil {
 		return e.resolved == ""

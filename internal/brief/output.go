@@ -74,7 +74,7 @@ var (
 	frameRe      = regexp.MustCompile(`^\s*File "([^"]+)", line (\d+)(?:, in (\S+))?`)
 	// traceEndRe is the line that ends a traceback whatever the exception's
 	// name (Django's ImproperlyConfigured): unindented, after a frame.
-	traceEndRe  = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?::\s.*)?$`)
+	traceEndRe  = regexp.MustCompile(`^(?:[A-Za-z_]\w*\.)*[A-Z][a-z]\w*(?::\s.*)?$`)
 	exceptionRe = regexp.MustCompile(`^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|NotFound|Denied)\b(?::.*)?$`)
 	errorLineRe = regexp.MustCompile(`(?i)^(?:error|fatal|panic)\b[:\s].*|.*\b(?:No such file or directory|command not found|Permission denied|Segmentation fault|cannot access|not recognized|Traceback)\b.*|^E\s{2,}\S.*|.*:\s*(?:error|Error):.*`)
 	missingRe   = regexp.MustCompile(`(?:cannot access|can't open|cannot open|No such file or directory:?|does not exist)[:\s]*'?"?([^'"\s:]+)?`)
@@ -187,6 +187,11 @@ func closeQuote(line string, next []string) string {
 			break
 		}
 		b.WriteString(" ⏎ ")
+		if lead := n[:len(n)-len(strings.TrimLeft(n, " \t"))]; strings.Contains(lead, "\t") {
+			// A tab in the quoted text is often why it "did not appear
+			// verbatim": shown, not trimmed away.
+			b.WriteString(strings.Repeat("⇥", strings.Count(lead, "\t")) + " ")
+		}
 		b.WriteString(strings.TrimSpace(n))
 		if strings.Count(n, "`")%2 == 1 {
 			// The quote closes on this line: the rest of the message too.
@@ -390,7 +395,9 @@ func readErrors(o *output, lines []string) {
 		if t == "" {
 			continue
 		}
-		if strings.HasPrefix(t, "Traceback (most recent call last)") {
+		if strings.Contains(t, "Traceback (most recent call last)") {
+			// Also after a progress line that did not end ("test_x.py s
+			// [100%]Traceback (most recent call last):").
 			inTrace = true
 			lastFrame, projectFrame = "", ""
 			continue

@@ -1105,7 +1105,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			ids = "[" + e.ids[0] + " … " + e.ids[len(e.ids)-1] + ", " + strconv.Itoa(len(e.ids)) + "×]"
 		}
 		if e.reworded {
-			ids += " (" + strconv.Itoa(len(e.ids)) + " attempts, each quoting other text; the last quoted)"
+			ids += " (" + strconv.Itoa(len(e.ids)) + " tries, each with other text; the last one shown)"
 		}
 		status := "unresolved"
 		if e.unrelated() {
@@ -1803,6 +1803,17 @@ const indexFloor = 4
 // indexNote says what the index is for: names to search the compacted
 // messages by, not facts.
 const indexNote = " (names in the compacted messages; expand_history finds them)"
+
+// indexNames reads the index line back as its names.
+func indexNames(line string) []string {
+	var out []string
+	for _, id := range strings.Split(line, ", ") {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
 
 // index lists identifiers the text does not carry, best first, within
 // room tokens.

@@ -86,6 +86,9 @@ func (m *model) stateLines() []string {
 			parts = append(parts, check)
 		}
 		t := "still failing: " + clip(failing.line, 100) + " [" + failing.ids[len(failing.ids)-1] + "]"
+		if f := failing.failedEdit(); f != "" {
+			t = "the last edit of " + shortPath(f) + " was not made: " + clip(failing.line, 100) + " [" + failing.ids[len(failing.ids)-1] + "]"
+		}
 		if failing.unrelated() {
 			t += ", judged unrelated to the change by the agent [" + failing.lastFailed.lastID() + "]"
 		}
@@ -253,6 +256,9 @@ func (m *model) nextText(quote int) string {
 		}
 	}
 	if e := open; e != nil {
+		if f := e.failedEdit(); f != "" {
+			return "make the edit of " + shortPath(f) + " that failed at [" + e.ids[len(e.ids)-1] + "] (\"" + clip(e.line, 90) + "\"); the file is as it was before it."
+		}
 		if e == failing {
 			// Quoted in full in the state, read just before.
 			return "resolve what still fails (STATE): \"" + clip(e.line, 60) + "\" [" + e.ids[len(e.ids)-1] + "]."
