@@ -215,6 +215,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"exit 1: DEBUG", "sTraceback"},
 		},
 		{
+			name: "a failure the agent explains as expected is not an open error",
+			build: func(b *spanBuilder) {
+				b.bash("Test the strict case.", "pytest -rsx test_dynamic_xfail_pass.py", rc(1, "test_dynamic_xfail_pass.py F\n[XPASS(strict)] xfail\n===== 1 failed in 0.04s =====")).
+					bash("It failed with XPASS(strict). Is strict mode on?", "grep -n xfail_strict pyproject.toml", rc(0, "12:xfail_strict = true")).
+					bash("`xfail_strict = true` is set in `pyproject.toml`. That explains why it failed with `XPASS(strict)`.", "ls", rc(0, "pyproject.toml"))
+			},
+			budget:   900,
+			wanted:   []string{"explained by the agent [m0007]: \"`xfail_strict = true` is set in `pyproject.toml`. That explains why it failed with `XPASS(strict)`.\""},
+			unwanted: []string{"unresolved", "still failing"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -195,6 +195,9 @@ type errState struct {
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
+	// explainedAt is the message where the agent said what explains the
+	// failure as expected (explanation, its words): not a bug left open.
+	explainedAt, explanation string
 	// reworded marks an error seen again with other quoted text (an edit's
 	// old_str): its line is the newest wording.
 	reworded bool
@@ -452,6 +455,7 @@ func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache 
 			lastStep.react = thought
 			lastStep.reactWords = tf.words
 			lastStep.reactRefs = tf.lineRefs
+			m.readExplanation(msg.ID, lastStep, thought)
 		}
 		m.countIdents(tf.idents, true)
 		m.readAssistant(msg, thought, tf)
@@ -1396,6 +1400,9 @@ func (e *errState) unrelated() bool {
 	if e.lastFailed == nil {
 		return false
 	}
+	if e.explainedAt != "" {
+		return true
+	}
 	// Read once per text, as open reads its reaction: a warm model keeps
 	// the error while its last failure and that one's reaction change.
 	if r := e.lastFailed.react; r != e.judged {
@@ -1403,6 +1410,35 @@ func (e *errState) unrelated() bool {
 	}
 	return e.unrelatedTo
 }
+
+// readExplanation marks the newest open error of the last few steps as
+// explained when the agent says a finding explains it ("xfail_strict =
+// true is set. That explains why it failed with XPASS(strict)."): the
+// failure is the expected behaviour, not a bug still open.
+func (m *model) readExplanation(id string, after *step, thought string) {
+	loc := explainedRe.FindStringIndex(headOf(thought, 600))
+	if loc == nil {
+		return
+	}
+	var newest *errState
+	for _, e := range m.errors {
+		if e.open() && e.lastFailed != nil && e.lastFailed.n >= after.n-3 && (newest == nil || e.n > newest.n) {
+			newest = e
+		}
+	}
+	if newest == nil || newest.explainedAt != "" {
+		return
+	}
+	// The sentence that says so, with the one before it (the finding).
+	start := strings.LastIndex(thought[:loc[0]], ". ")
+	if start >= 0 {
+		start = strings.LastIndex(thought[:start], ". ")
+	}
+	end := loc[1] + strings.IndexAny(thought[loc[1]:]+".", ".\n")
+	newest.explainedAt, newest.explanation = id, strings.TrimSpace(stripThought(thought[max(0, start+1):min(len(thought), end+1)]))
+}
+
+var explainedRe = regexp.MustCompile(`(?i)\b(?:that|this|which) explains (?:why|the)\b|\b(?:is|was) (?:the )?expected behaviou?r\b|\bfails? as expected\b`)
 
 var unrelatedRe = regexp.MustCompile(`(?i)\b(?:unrelated to (?:my|the|our) (?:change|fix|edit)s?|not related to (?:my|the|our) (?:change|fix|edit)s?|pre-?existing (?:failure|error|issue|bug|test failure)|(?:was|is|were) (?:already )?failing before)`)
 

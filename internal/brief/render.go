@@ -1108,7 +1108,10 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			ids += " (" + strconv.Itoa(len(e.ids)) + " tries, each with other text; the last one shown)"
 		}
 		status := "unresolved"
-		if e.unrelated() {
+		switch {
+		case e.explainedAt != "":
+			status = "explained by the agent [" + e.explainedAt + "]: \"" + clip(e.explanation, 160) + "\""
+		case e.unrelated():
 			status = "unresolved; reading it [" + e.lastFailed.lastID() + "], the agent judged it unrelated to its change"
 		}
 		p := 7 + 2*recency(e.n)
@@ -1138,7 +1141,10 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			// unless the room is at its tightest.
 			t[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
 			short := "unresolved"
-			if e.unrelated() {
+			switch {
+			case e.explainedAt != "":
+				short = "explained by the agent [" + e.explainedAt + "]"
+			case e.unrelated():
 				short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
 			}
 			if !e.open() {

@@ -89,7 +89,10 @@ func (m *model) stateLines() []string {
 		if f := failing.failedEdit(); f != "" {
 			t = "the last edit of " + shortPath(f) + " was not made: " + clip(failing.line, 100) + " [" + failing.ids[len(failing.ids)-1] + "]"
 		}
-		if failing.unrelated() {
+		switch {
+		case failing.explainedAt != "":
+			t += ", explained by the agent [" + failing.explainedAt + "]"
+		case failing.unrelated():
 			t += ", judged unrelated to the change by the agent [" + failing.lastFailed.lastID() + "]"
 		}
 		parts = append(parts, t+more)
@@ -111,7 +114,7 @@ func (m *model) stillFailing() (*errState, int) {
 	var newest *errState
 	open := 0 // all of them, as ERRORS lists them
 	for _, e := range m.errors {
-		if e.open() {
+		if e.open() && e.explainedAt == "" { // an explained failure is not one still open
 			open++
 			if e.n >= len(m.steps)-8 && (newest == nil || e.n >= newest.n) {
 				newest = e // an error seen again is as new as its last sighting
