@@ -693,6 +693,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"NOTEZ.md", "NOTE^.md"},
 		},
 		{
+			name: "the index leaves out an installed library's files",
+			build: func(b *spanBuilder) {
+				b.bash("Run.", "pytest -x tests/test_a.py", rc(1, "Traceback (most recent call last):\n  File \"/opt/conda/lib/python3.9/site-packages/pluggy/manager.py\", line 93, in _hookexec\n    return self._inner_hookexec(hook)\n  File \"/testbed/src/_pytest/main.py\", line 277, in wrap_session\n    config.hook.x()\nValueError: bad option")).
+					bash("Again.", "pytest -x tests/test_a.py", rc(1, "Traceback (most recent call last):\n  File \"/opt/conda/lib/python3.9/site-packages/pluggy/manager.py\", line 93, in _hookexec\n    return self._inner_hookexec(hook)\n  File \"/testbed/src/_pytest/main.py\", line 277, in wrap_session\n    config.hook.x()\nValueError: bad option"))
+			},
+			budget:   2000,
+			wanted:   []string{"/testbed/src/_pytest/main.py"},
+			unwanted: []string{"site-packages"},
+		},
+		{
 			name: "a grep that matched only a binary file did not find nothing",
 			build: func(b *spanBuilder) {
 				b.bash("Search.", `grep -r "This queryset contains a reference" django/db/models`,

@@ -1890,7 +1890,10 @@ func (l *layout) index(room, scale float64) string {
 		// A bare date says nothing without the record it belongs to; a
 		// W3C DTD or namespace is markup boilerplate; a language's literal
 		// (None, True) names nothing of the task.
-		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || l.m.plainName(c.id) {
+		// An installed library's file (a traceback frame in site-packages)
+		// is not the work's.
+		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || l.m.plainName(c.id) ||
+			strings.Contains(c.id, "/") && libraryFrame(c.id) {
 			return
 		}
 		seen[c.id] = true
