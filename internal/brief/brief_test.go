@@ -161,10 +161,10 @@ func TestHandOffRules(t *testing.T) {
 			name: "commands written in a message that made no tool call are the next step, as not run",
 			build: func(b *spanBuilder) {
 				b.bash("Look at the schema editor.", "grep -n collation django/db/backends/mysql/schema.py", rc(0, "12:    sql_alter_column_collate = ...")).
-					say("THOUGHT: I'll create `reproduce_issue.py`.\n\n```bash\ncat <<'EOF' > reproduce_issue.py\nimport django\nprint(1)\nEOF\n```\n\nLet's run it.\n\n```bash\npython3 reproduce_issue.py\n```")
+					say("THOUGHT: I'll create `reproduce_issue.py`.\n\n```bash\ncat <<'EOF' > reproduce_issue.py\nimport django\nprint(1)\nEOF\n```\n\nLet's run it.\n\n```bash\npython3 reproduce_issue.py\n```\n\n```bash\nsed -i '5i\\        x = 1' a.py\n```")
 			},
 			budget:   900,
-			wanted:   []string{"NEXT: [m0005] wrote commands but made no tool call, so none ran: `cat <<'EOF' > reproduce_issue.py …(3 more lines)`, then `python3 reproduce_issue.py`."},
+			wanted:   []string{"NEXT: [m0005] wrote commands but made no tool call, so none ran: `cat <<'EOF' > reproduce_issue.py …(3 more lines)`, then `python3 reproduce_issue.py`, then `sed -i '5i\\        x = 1' a.py`."},
 			unwanted: []string{"\"Let's run it.\""},
 		},
 		{

@@ -1598,6 +1598,17 @@ func quoteCode(s string, max int) string {
 	return "`" + clip(strings.ReplaceAll(s, "`", "'"), max) + "`"
 }
 
+// quoteCommand quotes a command to be run as written: its spaces kept
+// (a sed that inserts "        if …" needs its indentation), cut at max
+// bytes.
+func quoteCommand(s string, max int) string {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "`", "'")
+	if len(s) > max {
+		s = strings.ToValidUTF8(s[:max], "") + "…"
+	}
+	return "`" + s + "`"
+}
+
 func lineCount(s string) string {
 	n := strings.Count(s, "\n")
 	if s != "" && !strings.HasSuffix(s, "\n") {

@@ -1847,7 +1847,7 @@ func draftedCommands(text string) string {
 		}
 		if in {
 			if shell && len(block) > 0 {
-				cmds = append(cmds, quoteCode(shellLabel(strings.Join(block, "\n")), 100))
+				cmds = append(cmds, quoteCommand(shellLabel(strings.Join(block, "\n")), 120))
 			}
 			in, block = false, nil
 			continue
