@@ -601,7 +601,11 @@ func fileText(f *fileState, level int) string {
 		if level == levelMin && len(what) > 1 || len(what) > 2 {
 			what = []string{strconv.Itoa(len(what)) + " changes [" + u.changes[0].id + "–" + u.changes[len(u.changes)-1].id + "]"}
 		}
-		undone = append(undone, strings.Join(what, ", ")+" undone by ["+u.id+"]")
+		by := "undone by ["
+		if v, ok := strings.CutPrefix(u.what, "reverted with "); ok {
+			by = "undone by " + v + " [" // "git checkout": the reader sees the file is back as committed
+		}
+		undone = append(undone, strings.Join(what, ", ")+" "+by+u.id+"]")
 	}
 	parts = append(parts, undone...)
 	if len(f.changes) > 0 {
