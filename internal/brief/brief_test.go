@@ -226,6 +226,15 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"unresolved", "still failing"},
 		},
 		{
+			name: "an agent's sentence that starts with 'This …' is quoted with the sentence it refers to",
+			build: func(b *spanBuilder) {
+				b.bash("Look at the loader.", "grep -n dirs django/template/autoreload.py", rc(0, "14:    items.update(cwd / to_path(dir) for dir in backend.engine.dirs)")).
+					say("`to_path('')` is the current directory, so `template_changed` sees the project root in DIRS. This means every change of a `.py` file is taken for a template change.")
+			},
+			budget: 900,
+			wanted: []string{"`to_path('')` is the current directory, so `template_changed` sees the project root in DIRS. This means every change of a `.py` file is taken for a template change."},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

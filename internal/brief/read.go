@@ -221,7 +221,7 @@ func readText(t string) *textFacts {
 		case isDecision(s):
 			// "So I should revert lines 987 and 1671." decides on the
 			// sentence before it: the reason goes with it.
-			if k > 0 && conclusionRe.MatchString(s) {
+			if k > 0 && (conclusionRe.MatchString(s) || anaphorRe.MatchString(s)) {
 				// Only a sentence that ends as one: a label ("`x.py`:") or
 				// another conclusion is not the reason.
 				if prev := f.sentences[k-1]; len(prev) <= 240 && len(prev) >= 20 && !isDecision(prev) &&
@@ -234,6 +234,10 @@ func readText(t string) *textFacts {
 	}
 	return f
 }
+
+// anaphorRe starts a sentence that names what the one before said ("This
+// restores the previous behaviour …"): quoted alone it names nothing.
+var anaphorRe = regexp.MustCompile(`^(?:This|That|These|Those|It)\s+(?:\w+s|is|was|are|were|means|will|would|should|must|can)\b`)
 
 // conclusionRe starts a sentence that concludes from the one before.
 var conclusionRe = regexp.MustCompile(`^(?:So|Therefore|Thus|Hence|That(?:'s| is) why|This is why|Consequently)\b`)
