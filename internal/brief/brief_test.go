@@ -235,6 +235,18 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"`to_path('')` is the current directory, so `template_changed` sees the project root in DIRS. This means every change of a `.py` file is taken for a template change."},
 		},
 		{
+			name: "a failing test's assertion is the line pytest marks, not an assert before it that passed",
+			build: func(b *spanBuilder) {
+				out := "=================================== FAILURES ===================================\n____ test_pkg ____\n\n    def test_pkg(pytester):\n" +
+					"        assert col.name == \"x.py\"\n>       assert isinstance(col.parent, pytest.Package)\nE       AssertionError: assert False\n" +
+					"FAILED test_pkg.py::test_pkg - AssertionError: assert False\n============================== 1 failed in 0.12s ==============================="
+				b.bash("Run it.", "pytest test_pkg.py", rc(1, out))
+			},
+			budget:   900,
+			wanted:   []string{"first assertion: assert isinstance(col.parent, pytest.Package)"},
+			unwanted: []string{"assert col.name"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

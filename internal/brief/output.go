@@ -477,7 +477,7 @@ var (
 func readTests(o *output, lines []string) {
 	var summary, ran, end string
 	var fails []string
-	assertion := ""
+	assertion, assertionRank := "", 0
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		if m := pytestSummaryRe.FindStringSubmatch(t); m != nil {
@@ -507,8 +507,12 @@ func readTests(o *output, lines []string) {
 			}
 			continue
 		}
-		if assertion == "" && assertRe.MatchString(t) {
-			assertion = clip(strings.TrimSpace(strings.TrimPrefix(t, "E")), 160)
+		// pytest prints the test's source around the failing line, which
+		// it marks ">", then its "E" lines: the marked line is the failing
+		// assertion, an "E" line the next best, a plain source line the
+		// last resort (it may be one that passed).
+		if rank := assertRank(l, t); rank > assertionRank {
+			assertion, assertionRank = clip(strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(t, ">"), "E")), 160), rank
 		}
 		if m := goOKRe.FindStringSubmatch(t); m != nil && summary == "" {
 			if m[1] == "FAIL" {
@@ -535,6 +539,21 @@ func readTests(o *output, lines []string) {
 			o.failed = append(o.failed, "first assertion: "+assertion)
 		}
 	}
+}
+
+// assertRank ranks a line as a test's failing assertion: 3 the line
+// pytest marks failing ("> assert x"), 2 an "E" line, 1 any other assert
+// line, 0 none.
+func assertRank(l, t string) int {
+	switch {
+	case strings.HasPrefix(l, ">") && assertRe.MatchString(strings.TrimSpace(l[1:])):
+		return 3
+	case strings.HasPrefix(t, "E ") && assertRe.MatchString(t):
+		return 2
+	case assertRe.MatchString(t):
+		return 1
+	}
+	return 0
 }
 
 // maxFailedListed is how many failing tests' names an output keeps.
