@@ -247,6 +247,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"assert col.name"},
 		},
 		{
+			name: "a python -c script and a script run later change the files they open for writing",
+			build: func(b *spanBuilder) {
+				b.bash("Insert the fallback.", "python3 -c '\nimport sys\nlines = sys.stdin.readlines()\nlines[0:0] = [\"x\\n\"]\nwith open(\"src/_pytest/main.py\", \"w\") as f:\n    f.writelines(lines)\n' < src/_pytest/main.py", rc(0, "")).
+					bash("Write the fix as a script.", "cat <<'EOF' > apply_fix.py\nfile_path = 'requests/models.py'\nwith open(file_path, 'r') as f:\n    lines = f.readlines()\nwith open(file_path, 'w') as f:\n    f.writelines(lines[1:])\nEOF", rc(0, "")).
+					bash("Run it.", "python3 apply_fix.py", rc(0, ""))
+			},
+			budget:   900,
+			wanted:   []string{"src/_pytest/main.py: rewritten by a Python script [m0003]", "changed: src/_pytest/main.py, requests/models.py"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -381,11 +381,12 @@ func classifyEditor(name string, a map[string]any) call {
 }
 
 var (
-	pyOpenWrite = regexp.MustCompile(`open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]`)
-	pyWriteText = regexp.MustCompile(`(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|['"]([^'"\n]+)['"])\.write_text\(`)
-	pyOpenRead  = regexp.MustCompile(`open(?:_file)?\(\s*(?:r|f)?['"]([^'"\n]+)['"]`)
-	pyEditCall  = regexp.MustCompile(`(?:edit_file_by_replace|insert_content_at_line|append_file|edit_file)\(\s*(?:file_name=)?['"]([^'"]+)['"]`)
-	pyCreate    = regexp.MustCompile(`create_file\(\s*['"]([^'"]+)['"]`)
+	pyOpenWriteVar = regexp.MustCompile(`open\(\s*([A-Za-z_]\w*)\s*,\s*['"][wa]`)
+	pyOpenWrite    = regexp.MustCompile(`open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]`)
+	pyWriteText    = regexp.MustCompile(`(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|['"]([^'"\n]+)['"])\.write_text\(`)
+	pyOpenRead     = regexp.MustCompile(`open(?:_file)?\(\s*(?:r|f)?['"]([^'"\n]+)['"]`)
+	pyEditCall     = regexp.MustCompile(`(?:edit_file_by_replace|insert_content_at_line|append_file|edit_file)\(\s*(?:file_name=)?['"]([^'"]+)['"]`)
+	pyCreate       = regexp.MustCompile(`create_file\(\s*['"]([^'"]+)['"]`)
 )
 
 // skillView and skillSearch are OpenHands' agent skills that only read:
@@ -536,6 +537,12 @@ func pythonWrites(code string) []string {
 	var out []string
 	for _, m := range pyOpenWrite.FindAllStringSubmatch(code, -1) {
 		out = appendNew(out, m[1])
+	}
+	// open(file_path, 'w') after file_path = 'requests/models.py'.
+	for _, m := range pyOpenWriteVar.FindAllStringSubmatch(code, -1) {
+		if a := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(m[1]) + `\s*=\s*['"]([^'"\n]+)['"]\s*$`).FindStringSubmatch(code); a != nil {
+			out = appendNew(out, a[1])
+		}
 	}
 	for _, m := range pyWriteText.FindAllStringSubmatch(code, -1) {
 		out = appendNew(out, m[1]+m[2])
@@ -1118,10 +1125,10 @@ func isNumber(s string) bool {
 func classifyPythonCommand(c *shellCmd, out []fileOp) (kind, []fileOp) {
 	args := c.args()
 	code := ""
-	for i := 0; i < len(args); i++ {
+	for i := 0; i < len(args) && code == ""; i++ {
 		switch {
 		case args[i] == "-c" && i+1 < len(args):
-			code = args[i+1]
+			code = args[i+1] // the words after it are the script's arguments
 		case args[i] == "-m" && i+1 < len(args):
 			mod := args[i+1]
 			if mod == "pytest" || mod == "unittest" || mod == "nose" || strings.HasSuffix(mod, "runtests") || strings.Contains(mod, "test") {
