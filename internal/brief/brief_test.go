@@ -257,6 +257,17 @@ func TestHandOffRules(t *testing.T) {
 			wanted:   []string{"src/_pytest/main.py: rewritten by a Python script [m0003]", "changed: src/_pytest/main.py, requests/models.py"},
 		},
 		{
+			name: "a debug line inserted and then deleted by its pattern leaves no change",
+			build: func(b *spanBuilder) {
+				b.bash("Add a debug print.", `sed -i '521i\        print(f"DEBUG: pkginit={pkginit}")' src/_pytest/main.py`, rc(0, "")).
+					bash("Fix.", "sed -i 's/col = new_col/col = [new_col]/' src/_pytest/main.py", rc(0, "")).
+					bash("Remove the debug print.", "sed -i '/DEBUG: pkginit=/d' src/_pytest/main.py", rc(0, ""))
+			},
+			budget:   900,
+			wanted:   []string{"`col = new_col` → `col = [new_col]` [m0005]", "undone by [m0007]"},
+			unwanted: []string{"deleted the line matching"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

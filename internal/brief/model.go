@@ -101,6 +101,16 @@ var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
 // inverseChange returns the index of the earlier change that what undoes
 // (the same place, from and to swapped), or -1.
 func inverseChange(changes []change, what string) int {
+	if d := deletedMatchRe.FindStringSubmatch(what); d != nil {
+		// "deleted the line matching `DEBUG: x=`" after "inserted before
+		// line 521: `print(f"DEBUG: x={x}")`": the debug line is gone again.
+		for i := len(changes) - 1; i >= 0; i-- {
+			if in := insertedLineRe.FindStringSubmatch(changes[i].what); in != nil && strings.Contains(in[1], d[1]) {
+				return i
+			}
+		}
+		return -1
+	}
 	m := substitutionRe.FindStringSubmatch(what)
 	if m == nil {
 		return -1
@@ -112,6 +122,13 @@ func inverseChange(changes []change, what string) int {
 	}
 	return -1
 }
+
+// insertedLineRe and deletedMatchRe read a one-line insertion and the
+// deletion of the lines a pattern matches, as sedLines writes them.
+var (
+	insertedLineRe = regexp.MustCompile("^inserted (?:before|after) [^`]*?(?:`[^`]*`[^`]*?)?: `([^`]+)`$")
+	deletedMatchRe = regexp.MustCompile("^deleted the line matching `([^`]+)`$")
+)
 
 // runAfter reports whether a failed line ran something after op: "cat >
 // x.py <<EOF … EOF; python x.py" failed in its run, and its write stands.
