@@ -268,6 +268,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"deleted the line matching"},
 		},
 		{
+			name: "an error got past by writing a new script says it was created, not changed",
+			build: func(b *spanBuilder) {
+				b.bash("Run the tests.", "pytest testing/test_collection.py", rc(4, "E   ModuleNotFoundError: No module named 'xmlschema'")).
+					bash("Isolate the run.", "cat <<'EOF' > isolated.ini\n[pytest]\naddopts = -p no:junitxml\nEOF", rc(0, "")).
+					bash("Run it.", "pytest -c isolated.ini testing/test_collection.py", rc(0, "============ 1 passed in 0.10s ============"))
+			},
+			budget:   900,
+			wanted:   []string{"after creating isolated.ini [m0005]"},
+			unwanted: []string{"after changing isolated.ini"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -1525,10 +1525,24 @@ func (m *model) fixBetween(e *errState, ok *step) string {
 	}
 	var fixes []string
 	if len(changed) > 0 {
+		var created []string // files the fix wrote anew: a new script, not a repaired one
 		for i, p := range changed {
-			changed[i] = p + " [" + strings.Join(headLines(changedAt[p], 3), ", ") + "]"
+			at := changedAt[p]
+			changed[i] = p + " [" + strings.Join(headLines(at, 3), ", ") + "]"
+			// (A file the failing command ran existed: rewriting it repaired it.)
+			if f := m.knownFile(p); f != nil && f.created != "" && slices.Contains(at, f.created) &&
+				(e.lastFailed == nil || !strings.Contains(e.lastFailed.f.call.label, baseName(p))) {
+				created = append(created, changed[i])
+				changed[i] = ""
+			}
 		}
-		fixes = append(fixes, "changing "+strings.Join(headLines(changed, 3), ", "))
+		changed = slices.DeleteFunc(changed, func(s string) bool { return s == "" })
+		if len(changed) > 0 {
+			fixes = append(fixes, "changing "+strings.Join(headLines(changed, 3), ", "))
+		}
+		if len(created) > 0 {
+			fixes = append(fixes, "creating "+strings.Join(headLines(created, 3), ", "))
+		}
 	}
 	if len(installed) > 0 {
 		fixes = append(fixes, strings.Join(headLines(installed, 2), ", "))
