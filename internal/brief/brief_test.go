@@ -279,6 +279,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"after changing isolated.ini"},
 		},
 		{
+			name: "file's output counts its lines, not its words",
+			build: func(b *spanBuilder) {
+				b.bash("What are these?", "file ./*", rc(0, "./a.mpeg: ASCII text, with very long lines (1544), with no line terminators\n./b.m4v: ASCII text, with very long lines (2048), with no line terminators\n./c.avi: ASCII text, with very long lines (4096), with no line terminators")).
+					bash("Look at one.", "head -c 100 ./a.mpeg", rc(0, "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA="))
+			},
+			budget:   900,
+			unwanted: []string{"entries)"},
+			wanted:   []string{"./a.mpeg: ASCII text, with very long lines (1544)"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -537,7 +537,9 @@ func listText(o *output, level int) string {
 			if f := strings.Fields(t); len(f) >= 9 {
 				entries = append(entries, strings.Join(f[8:], " "))
 			}
-		case !strings.Contains(t, " "):
+		case !strings.Contains(t, " ") || strings.Contains(t, ": "):
+			// One name a line, or "name: what it is" (file, stat): a line
+			// is an entry.
 			entries = append(entries, t)
 		default:
 			entries = append(entries, strings.Fields(t)...)
