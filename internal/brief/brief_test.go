@@ -113,8 +113,8 @@ func TestHandOffRules(t *testing.T) {
 					bash("Change line 917 only.", "sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, ""))
 			},
 			budget: 1500,
-			wanted: []string{"django/db/models/fields/related.py: `_default_manager` → `_base_manager` [m0003] undone by git checkout [m0005]",
-				"line 917: `_default_manager` → `_base_manager` [m0007]", "STATE:\n- changed: django/db/models/fields/related.py"},
+			wanted: []string{"django/db/models/fields/related.py: line 917: `_default_manager` → `_base_manager` [m0007]; `_default_manager` → `_base_manager` [m0003] undone by git checkout [m0005]",
+				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
 			name: "a no-op edit is called one",

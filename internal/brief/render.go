@@ -607,10 +607,22 @@ func fileText(f *fileState, level int) string {
 		}
 		undone = append(undone, strings.Join(what, ", ")+" "+by+u.id+"]")
 	}
-	parts = append(parts, undone...)
+	// What the file now holds comes first; the changes undone on the way
+	// are history, after it (and counted alone at the least detail).
 	if len(f.changes) > 0 {
 		parts = append(parts, changeList(f.changes, level))
 	}
+	if level == levelMin && len(undone) > 0 && len(f.changes) > 0 {
+		n := 0
+		for _, u := range f.undone {
+			n += max(1, len(u.changes))
+		}
+		undone = []string{plural(n, "earlier change") + " undone [" + f.undone[0].id + "–" + f.undone[len(f.undone)-1].id + "]"}
+		if len(f.undone) == 1 {
+			undone[0] = plural(n, "earlier change") + " undone [" + f.undone[0].id + "]"
+		}
+	}
+	parts = append(parts, undone...)
 	if f.movedTo != "" {
 		parts = append(parts, "moved to "+f.movedTo+" ["+f.deleted+"]")
 	} else if f.deleted != "" {
