@@ -737,7 +737,7 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 900,
 			wanted: []string{"old_str `case B: ⏎ ⇥ return t;` did not appear verbatim in /w/src/match.c. [m0003, m0005] (2 tries, each with other text; the last one shown): unresolved",
-				"- the last edit of /w/src/match.c was not made: ", "NEXT: make the edit of /w/src/match.c that failed at [m0005]"},
+				"- the last edit of /w/src/match.c was not made: ", "NEXT: the change to /w/src/match.c is still to be made: its edit was refused at [m0005] (2 tries)"},
 			unwanted: []string{"`case A:"},
 		},
 		{

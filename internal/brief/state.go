@@ -260,7 +260,11 @@ func (m *model) nextText(quote int) string {
 	}
 	if e := open; e != nil {
 		if f := e.failedEdit(); f != "" {
-			return "make the edit of " + shortPath(f) + " that failed at [" + e.ids[len(e.ids)-1] + "] (\"" + clip(e.line, 90) + "\"); the file is as it was before it."
+			tries := ""
+			if n := len(e.ids); n > 1 {
+				tries = " (" + strconv.Itoa(n) + " tries)"
+			}
+			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + tries + " (\"" + clip(e.line, 90) + "\"), and the file is as it was."
 		}
 		if e == failing {
 			// Quoted in full in the state, read just before.
