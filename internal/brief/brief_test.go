@@ -289,6 +289,18 @@ func TestHandOffRules(t *testing.T) {
 			wanted:   []string{"./a.mpeg: ASCII text, with very long lines (1544)"},
 		},
 		{
+			name: "earlier refusals of an edit of the same file are not other errors still open",
+			build: func(b *spanBuilder) {
+				b.step("Add the toggle.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/App.tsx", "old_str": "a", "new_str": "b"}`,
+					"[Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then retry editing the file.]\n/w/src/App.tsx:22").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/App.tsx", "old_str": "a", "new_str": "c"}`,
+						"[Your proposed edit has introduced new syntax error(s). Please read this error message carefully and then retry editing the file.]\n/w/src/App.tsx:15")
+			},
+			budget:   900,
+			wanted:   []string{"- the last edit of /w/src/App.tsx was not made: edit rejected: new syntax error(s) /w/src/App.tsx:15 [m0005]\n"},
+			unwanted: []string{"other error still open"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

@@ -124,6 +124,15 @@ func (m *model) stillFailing() (*errState, int) {
 	if newest == nil {
 		return nil, 0
 	}
+	if f := newest.failedEdit(); f != "" {
+		// Earlier refusals of an edit of the same file are the same
+		// change not yet made, not other errors.
+		for _, e := range m.errors {
+			if e != newest && e.open() && e.explainedAt == "" && e.failedEdit() == f {
+				open--
+			}
+		}
+	}
 	return newest, open - 1
 }
 
