@@ -273,7 +273,7 @@ func (m *model) nextText(quote int) string {
 			if n := len(e.ids); n > 1 {
 				tries = " (" + strconv.Itoa(n) + " tries)"
 			}
-			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + tries + " (\"" + clip(e.line, 90) + "\"), and the file is as it was."
+			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + tries + " (\"" + clip(e.line, 90) + "\"), which left the file unchanged."
 		}
 		if e == failing {
 			// Quoted in full in the state, read just before.
