@@ -852,11 +852,15 @@ func heredocLineLabel(cmds []shellCmd) (label, short string) {
 		return "", ""
 	}
 	label = strings.ReplaceAll(strings.Join(append(writes, runs...), "; "), "|; ", "| ")
-	short = strings.Join(writes, "; ") + "; "
-	if len(runs) > 1 {
-		short += "…; "
+	// The short form names the programs run ("write index.rst (2 lines),
+	// then sphinx-build, cat"): a cut command line says less.
+	var progs []string
+	for i := range cmds {
+		if c := &cmds[i]; c.heredoc == "" && len(c.words) > 0 && !setupProgs[c.prog()] {
+			progs = appendNew(progs, c.prog())
+		}
 	}
-	return label, short + strings.TrimSuffix(runs[len(runs)-1], " |")
+	return label, strings.Join(writes, "; ") + ", then " + strings.Join(progs, ", ")
 }
 
 // setupProgs prepare a run without being what it is for.

@@ -1878,7 +1878,7 @@ func draftedCommands(text string) string {
 		}
 		if in {
 			if shell && len(block) > 0 {
-				cmds = append(cmds, quoteCommand(shellLabel(strings.Join(block, "\n")), 120))
+				cmds = append(cmds, quoteCommand(shellLabel(strings.Join(block, "\n")), 180))
 			}
 			in, block = false, nil
 			continue
