@@ -301,6 +301,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"other error still open"},
 		},
 		{
+			name: "a part of a file read says which part at the least detail too",
+			build: func(b *spanBuilder) {
+				for i := range 12 {
+					b.bash("Read.", fmt.Sprintf("nl -ba pkg/mod%02d.py | sed -n '130,180p'", i), rc(0, strings.Repeat("   130\t    x = compute_value(argument)\n", 40)))
+				}
+			},
+			budget:   250,
+			wanted:   []string{".py: read lines 130-180 [m00"},
+			unwanted: []string{".py: read [m00"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

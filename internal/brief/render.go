@@ -407,7 +407,9 @@ func fileReadTexts(f *fileState, views []*step) readLines {
 	if len(notable) > 0 {
 		r.texts[levelShort] += "; key line: " + quoteCode(notable[len(notable)-1], 110)
 	}
-	r.texts[levelMin] = "- " + f.name() + ": read [" + views[len(views)-1].id() + "]"
+	// The least detail keeps the part the last view read ("read lines
+	// 130-180 [m0019]"): a bare "read" reads as the whole file.
+	r.texts[levelMin] = "- " + f.name() + ": read " + clip(readParts(f, views[len(views)-1:]), 60)
 	switch {
 	case content != "":
 		// A small file read whole is its content (a key, a
