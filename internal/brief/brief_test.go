@@ -312,6 +312,16 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{".py: read [m00"},
 		},
 		{
+			name: "commands a message gave up before its last block are not the next step",
+			build: func(b *spanBuilder) {
+				b.bash("Look.", "grep -n is_valid django/contrib/admin/options.py", rc(0, "2012:            if formset.is_valid():")).
+					say("THOUGHT: I will print the errors.\n\n```bash\nsed -i '2012a\\            else:' django/contrib/admin/options.py\n```\n\nWait, `sed` is tricky with newlines. I'll use a simpler approach.\n\n```bash\nnl -ba django/contrib/admin/options.py | sed -n '2010,2015p'\n```")
+			},
+			budget:   900,
+			wanted:   []string{"so none ran: `nl -ba django/contrib/admin/options.py | sed -n '2010,2015p'`."},
+			unwanted: []string{"`sed -i '2012a"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

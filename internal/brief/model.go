@@ -1858,6 +1858,9 @@ func (m *model) quotesHead(s string) bool {
 	return false
 }
 
+// abandonRe is a sentence that gives up what came before it.
+var abandonRe = regexp.MustCompile(`(?i)\b(?:is tricky|a simpler approach|won't work|doesn't work|never mind|scratch that|instead, I(?:'ll| will))\b`)
+
 // draftedCommands are the shell blocks of a message's text ("```bash"),
 // labelled as the briefing labels commands: what a message that made no
 // tool call meant to run.
@@ -1873,6 +1876,10 @@ func draftedCommands(text string) string {
 		if !strings.HasPrefix(t, "```") {
 			if in && shell {
 				block = append(block, l)
+			} else if !in && abandonRe.MatchString(t) {
+				// "Wait, sed is tricky with newlines. I'll use a simpler
+				// approach.": the blocks before it are given up.
+				cmds = nil
 			}
 			continue
 		}
