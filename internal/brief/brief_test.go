@@ -322,6 +322,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"`sed -i '2012a"},
 		},
 		{
+			name: "a refused edit of a file an earlier edit changed does not call the file unchanged",
+			build: func(b *spanBuilder) {
+				b.bash("Insert the check.", "sed -i '317a\\    if(x) y();' src/match.c", rc(0, "")).
+					step("Move it.", "str_replace_editor", `{"command": "str_replace", "path": "src/match.c", "old_str": "case B:\n\treturn t;", "new_str": "x"}`,
+						"ERROR:\nNo replacement was performed, old_str `case B:\n\treturn t;` did not appear verbatim in src/match.c.")
+			},
+			budget:   900,
+			wanted:   []string{"so the file has only the changes FILES lists."},
+			unwanted: []string{"left the file unchanged"},
+		},
+		{
 			name: "a chained traceback's error is its last exception, whatever its name",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +

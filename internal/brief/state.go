@@ -273,7 +273,11 @@ func (m *model) nextText(quote int) string {
 			if n := len(e.ids); n > 1 {
 				tries = " (" + strconv.Itoa(n) + " tries)"
 			}
-			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + tries + " (\"" + clip(e.line, 90) + "\"), which left the file unchanged."
+			left := "which left the file unchanged"
+			if fs := m.knownFile(f); fs != nil && len(fs.changes) > 0 {
+				left = "so the file has only the changes FILES lists" // an earlier edit of it did land
+			}
+			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + tries + " (\"" + clip(e.line, 90) + "\"), " + left + "."
 		}
 		if e == failing {
 			// Quoted in full in the state, read just before.
