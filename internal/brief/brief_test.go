@@ -253,8 +253,8 @@ func TestHandOffRules(t *testing.T) {
 					bash("Write the fix as a script.", "cat <<'EOF' > apply_fix.py\nfile_path = 'requests/models.py'\nwith open(file_path, 'r') as f:\n    lines = f.readlines()\nwith open(file_path, 'w') as f:\n    f.writelines(lines[1:])\nEOF", rc(0, "")).
 					bash("Run it.", "python3 apply_fix.py", rc(0, ""))
 			},
-			budget:   900,
-			wanted:   []string{"src/_pytest/main.py: rewritten by a Python script [m0003]", "changed: src/_pytest/main.py, requests/models.py"},
+			budget: 900,
+			wanted: []string{"src/_pytest/main.py: rewritten by a Python script [m0003]", "changed: src/_pytest/main.py, requests/models.py"},
 		},
 		{
 			name: "a debug line inserted and then deleted by its pattern leaves no change",
@@ -331,6 +331,19 @@ func TestHandOffRules(t *testing.T) {
 			budget:   900,
 			wanted:   []string{"so the file has only the changes FILES lists."},
 			unwanted: []string{"left the file unchanged"},
+		},
+		{
+			name: "steps an item shown does not name are in the left-out line",
+			build: func(b *spanBuilder) {
+				for _, r := range []string{"1,40", "41,80", "81,120"} {
+					b.bash("Read.", "nl -ba pkg/core.py | sed -n '"+r+"p'", rc(0, strings.Repeat("    10\t    value = compute(argument)\n", 40)))
+				}
+				for i := range 10 {
+					b.bash("Read.", fmt.Sprintf("nl -ba pkg/mod%02d.py | sed -n '130,180p'", i), rc(0, strings.Repeat("   130\t    x = compute_value(argument)\n", 40)))
+				}
+			},
+			budget:   300,
+			wanted:   []string{"pkg/core.py: read lines 81-120 [m0007]", "LEFT OUT FOR SIZE: ", "m0003–m0006"},
 		},
 		{
 			name: "a chained traceback's error is its last exception, whatever its name",

@@ -20,8 +20,9 @@ type leftOut struct {
 	steps int
 	// kinds counts the steps of at by their call's kind.
 	kinds [256]int32
-	// was holds, by item, whether the item's steps are in at.
-	was []bool
+	// was holds, by item, the level whose unsaid steps are in at (-1 all
+	// of them: the item is left out).
+	was []int8
 	// keyed are the first keyedShown items left out that tell no step
 	// and name an object (a path, a record), of keys in all.
 	keyed []*item
@@ -40,22 +41,27 @@ const keyedShown = 8
 func (l *layout) countLeftOut() *leftOut {
 	lo := &l.left
 	if len(lo.was) != len(l.items) || len(lo.at) != len(l.m.steps) {
-		*lo = leftOut{at: make([]int32, len(l.m.steps)), was: make([]bool, len(l.items))}
+		*lo = leftOut{at: make([]int32, len(l.m.steps)), was: make([]int8, len(l.items))}
+		for i, it := range l.items {
+			lo.was[i] = int8(levelFull) // nothing counted yet: as if told whole
+			if len(it.unsaidAt(levelFull)) > 0 {
+				lo.add(it.unsaidAt(levelFull), 1)
+			}
+		}
 	}
 	lo.keyed, lo.keys, lo.cited, lo.other = lo.keyed[:0], 0, [numSections]idRange{}, false
 	for i, it := range l.items {
 		left := it.level < 0 && !it.header
-		if left != lo.was[i] {
-			d := int32(1)
-			if !left {
-				d = -1
-			}
-			for _, s := range it.steps {
-				lo.at[s.n] += d
-				lo.kinds[s.f.call.kind] += d
-			}
-			lo.steps += int(d) * len(it.steps)
-			lo.was[i] = left
+		now := int8(it.level)
+		if it.header || it.level < 0 && it.header {
+			now = int8(levelFull)
+		}
+		if now != lo.was[i] {
+			// The steps an item does not name at its level are left out
+			// too ("read lines 130-180 [m0019]" names one view of three).
+			lo.add(it.unsaidAt(int(lo.was[i])), -1)
+			lo.add(it.unsaidAt(int(now)), 1)
+			lo.was[i] = now
 		}
 		switch {
 		case !left || len(it.steps) > 0:
@@ -70,6 +76,82 @@ func (l *layout) countLeftOut() *leftOut {
 		}
 	}
 	return lo
+}
+
+// add counts steps as left out (d = 1) or no longer (d = -1).
+func (lo *leftOut) add(steps []*step, d int32) {
+	for _, s := range steps {
+		lo.at[s.n] += d
+		lo.kinds[s.f.call.kind] += d
+	}
+	lo.steps += int(d) * len(steps)
+}
+
+// unsaidAt are the steps the item tells that its text at level does not
+// name by message id (all of them at -1, when it is left out).
+func (it *item) unsaidAt(level int) []*step {
+	if level < 0 {
+		return it.steps
+	}
+	if !it.unsaidDone[level] {
+		it.unsaidDone[level] = true
+		if len(it.steps) > 0 {
+			named := namedIDs(it.texts[level])
+			for _, s := range it.steps {
+				if !named.has(s.id()) {
+					it.unsaid[level] = append(it.unsaid[level], s)
+				}
+			}
+		}
+	}
+	return it.unsaid[level]
+}
+
+// idSet is the message ids a text names: each id, and the ranges it
+// writes as "m0010–m0018" or "m0010 … m0018".
+type idSet struct {
+	ids    map[string]bool
+	ranges [][2]string
+}
+
+func (s idSet) has(id string) bool {
+	if s.ids[id] {
+		return true
+	}
+	for _, r := range s.ranges {
+		if len(id) == len(r[0]) && len(id) == len(r[1]) && id >= r[0] && id <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// namedIDs reads the message ids of a text.
+func namedIDs(t string) idSet {
+	set := idSet{ids: map[string]bool{}}
+	prev, prevEnd := "", -1
+	for i := 0; i < len(t); i++ {
+		if t[i] != 'm' || i > 0 && isWordByte(t[i-1]) {
+			continue
+		}
+		j := i + 1
+		for j < len(t) && t[j] >= '0' && t[j] <= '9' {
+			j++
+		}
+		if j-i < 4 || j < len(t) && isWordByte(t[j]) {
+			continue
+		}
+		id := t[i:j]
+		set.ids[id] = true
+		if prev != "" {
+			if sep := t[prevEnd:i]; sep == "–" || sep == " … " || sep == "-" {
+				set.ranges = append(set.ranges, [2]string{prev, id})
+			}
+		}
+		prev, prevEnd = id, j
+		i = j - 1
+	}
+	return set
 }
 
 // stepsText says what the steps left out were, in their order (each as

@@ -65,7 +65,17 @@ func referenceOmitted(l *layout) string {
 	var keys []string
 	other := map[section][]string{}
 	for _, it := range l.items {
-		if it.level >= 0 || it.header {
+		if it.header {
+			continue
+		}
+		if it.level >= 0 {
+			// A shown item leaves out the steps its text does not name.
+			for _, s := range it.steps {
+				if !namedIDs(it.texts[it.level]).has(s.id()) {
+					leftAt[s.n]++
+					nLeft++
+				}
+			}
 			continue
 		}
 		for _, s := range it.steps {

@@ -61,6 +61,10 @@ type item struct {
 	order float64 // position within its section
 	level int     // chosen level; -1 when left out
 	steps []*step // the steps it tells, for the left-out line
+	// unsaid holds, per level, the steps its text there does not name
+	// (unsaidAt).
+	unsaid     [levels][]*step
+	unsaidDone [levels]bool
 	// identsAt caches the identifiers of each level's text, read through
 	// cache (the same step's line is the same text at every re-compaction).
 	identsAt [levels][]string
