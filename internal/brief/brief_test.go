@@ -342,8 +342,8 @@ func TestHandOffRules(t *testing.T) {
 					b.bash("Read.", fmt.Sprintf("nl -ba pkg/mod%02d.py | sed -n '130,180p'", i), rc(0, strings.Repeat("   130\t    x = compute_value(argument)\n", 40)))
 				}
 			},
-			budget:   300,
-			wanted:   []string{"pkg/core.py: read lines 81-120 [m0007]", "LEFT OUT FOR SIZE: ", "m0003–m0006"},
+			budget: 300,
+			wanted: []string{"pkg/core.py: read lines 81-120 [m0007]", "LEFT OUT FOR SIZE: ", "m0003–m0006"},
 		},
 		{
 			name: "a chained traceback's error is its last exception, whatever its name",
