@@ -101,9 +101,15 @@ func TestLLMThroughService(t *testing.T) {
 			if len(got.Text) < 30 {
 				t.Fatalf("stored briefing too short: %q", got.Text)
 			}
-			// Acked once: the audit stream has exactly one compaction at attempt 1.
-			evs, err := audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Tenant: "acme", ConversationID: "llm", Types: []audit.Type{audit.TypeCompacted}})
-			if err != nil || len(evs) != 1 || evs[0].Attempt != 1 || evs[0].Tier != tt.wantTier || evs[0].SummarizerAttempts == 0 {
+			// Acked once: the audit stream has exactly one compaction at attempt 1
+			// (published after the briefing is stored: waited for).
+			var evs []audit.Event
+			var err error
+			waitFor(t, 10*time.Second, "the compaction's audit event", func() bool {
+				evs, err = audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Tenant: "acme", ConversationID: "llm", Types: []audit.Type{audit.TypeCompacted}})
+				return err == nil && len(evs) > 0
+			})
+			if len(evs) != 1 || evs[0].Attempt != 1 || evs[0].Tier != tt.wantTier || evs[0].SummarizerAttempts == 0 {
 				t.Fatalf("audit events %+v (err %v)", evs, err)
 			}
 		})
@@ -150,8 +156,15 @@ func TestSlowModelKeepsTheDeterministicBriefing(t *testing.T) {
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("stored after %v: the cascade was not stopped before the handler's deadline", took)
 	}
-	evs, err := audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Tenant: "acme", ConversationID: "slow", Types: []audit.Type{audit.TypeCompacted}})
-	if err != nil || len(evs) != 1 {
+	// The audit event is published after the briefing is stored: wait for it
+	// rather than read once (a loaded machine publishes it a moment later).
+	var evs []audit.Event
+	var err error
+	waitFor(t, 10*time.Second, "the compaction's audit event", func() bool {
+		evs, err = audit.Read(t.Context(), b.js, audit.Config{}, audit.Filter{Tenant: "acme", ConversationID: "slow", Types: []audit.Type{audit.TypeCompacted}})
+		return err == nil && len(evs) > 0
+	})
+	if len(evs) != 1 {
 		t.Fatalf("audit events %+v (err %v), want one compaction", evs, err)
 	}
 	ev := evs[0]
