@@ -1526,3 +1526,14 @@ func TestThoughtKeepsItsConclusion(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotesHeadCurlyQuote(t *testing.T) {
+	issue := "Autoreload breaks. This happens because django/template/autoreload.py::template_changed was previously comparing the empty string."
+	m := &model{head: []briefd.Message{{ID: "m0002", Role: briefd.RoleUser, Content: briefd.Text(issue)}}}
+	if !m.quotesHead("The PR says “This happens because django/template/autoreload.py::template_changed was previously comparing”.") {
+		t.Fatal("a quote in curly marks of the pinned issue was not seen as the issue's words")
+	}
+	if m.quotesHead("“This happens only when the loader caches templates across requests and the cache key is stale”.") {
+		t.Fatal("a sentence the issue does not hold was taken for a quote of it")
+	}
+}

@@ -381,6 +381,7 @@ func classifyEditor(name string, a map[string]any) call {
 }
 
 var (
+	pyAssignString = regexp.MustCompile(`(?m)^\s*([A-Za-z_]\w*)\s*=\s*['"]([^'"\n]+)['"]\s*$`)
 	pyOpenWriteVar = regexp.MustCompile(`open\(\s*([A-Za-z_]\w*)\s*,\s*['"][wa]`)
 	pyOpenWrite    = regexp.MustCompile(`open\(\s*(?:r|f)?['"]([^'"\n]+)['"]\s*,\s*['"][wa]`)
 	pyWriteText    = regexp.MustCompile(`(?:Path\(\s*['"]([^'"\n]+)['"]\s*\)|['"]([^'"\n]+)['"])\.write_text\(`)
@@ -539,9 +540,17 @@ func pythonWrites(code string) []string {
 		out = appendNew(out, m[1])
 	}
 	// open(file_path, 'w') after file_path = 'requests/models.py'.
-	for _, m := range pyOpenWriteVar.FindAllStringSubmatch(code, -1) {
-		if a := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(m[1]) + `\s*=\s*['"]([^'"\n]+)['"]\s*$`).FindStringSubmatch(code); a != nil {
-			out = appendNew(out, a[1])
+	if vars := pyOpenWriteVar.FindAllStringSubmatch(code, -1); len(vars) > 0 {
+		assigned := map[string]string{}
+		for _, a := range pyAssignString.FindAllStringSubmatch(code, -1) {
+			if _, ok := assigned[a[1]]; !ok {
+				assigned[a[1]] = a[2]
+			}
+		}
+		for _, v := range vars {
+			if p, ok := assigned[v[1]]; ok {
+				out = appendNew(out, p)
+			}
 		}
 	}
 	for _, m := range pyWriteText.FindAllStringSubmatch(code, -1) {
@@ -830,7 +839,7 @@ func headTailPart(c *shellCmd) string {
 // shorter form naming the writes and the last command; "" when the line
 // does not.
 func heredocLineLabel(cmds []shellCmd) (label, short string) {
-	var writes, runs []string
+	var writes, runs, progs []string
 	for i := range cmds {
 		c := &cmds[i]
 		switch {
@@ -840,12 +849,13 @@ func heredocLineLabel(cmds []shellCmd) (label, short string) {
 				verb = "append to "
 			}
 			writes = append(writes, verb+c.out+" ("+lineCount(c.heredoc)+")")
-		case len(c.words) > 0 && !setupProgs[c.prog()]:
+		case c.heredoc == "" && len(c.words) > 0 && !setupProgs[c.prog()]:
 			t := cmdText(c)
 			if c.piped {
 				t += " |"
 			}
 			runs = append(runs, t)
+			progs = appendNew(progs, c.prog())
 		}
 	}
 	if len(writes) == 0 || len(runs) == 0 {
@@ -854,12 +864,6 @@ func heredocLineLabel(cmds []shellCmd) (label, short string) {
 	label = strings.ReplaceAll(strings.Join(append(writes, runs...), "; "), "|; ", "| ")
 	// The short form names the programs run ("write index.rst (2 lines),
 	// then sphinx-build, cat"): a cut command line says less.
-	var progs []string
-	for i := range cmds {
-		if c := &cmds[i]; c.heredoc == "" && len(c.words) > 0 && !setupProgs[c.prog()] {
-			progs = appendNew(progs, c.prog())
-		}
-	}
 	return label, strings.Join(writes, "; ") + ", then " + strings.Join(progs, ", ")
 }
 

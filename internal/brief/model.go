@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/ident"
@@ -512,10 +513,6 @@ func (m *model) read(span []briefd.Message, i int, prev *briefd.Briefing, cache 
 	}
 }
 
-// open reports whether an error is still open: nothing resolved it, or
-// the agent itself said the step that did misfired (an edit that went
-// through but landed in the wrong place leaves the cause in place). It is
-// read at writing time, so a reaction read later counts.
 // failedEdit is the file an edit that failed was to change (the editor
 // refused it: no replacement, a syntax error it would introduce): the
 // file is as it was, so the next step is the edit, not a fix. "" for any
@@ -527,6 +524,10 @@ func (e *errState) failedEdit() string {
 	return e.lastFailed.f.call.target
 }
 
+// open reports whether an error is still open: nothing resolved it, or
+// the agent itself said the step that did misfired (an edit that went
+// through but landed in the wrong place leaves the cause in place). It is
+// read at writing time, so a reaction read later counts.
 func (e *errState) open() bool {
 	if e.resolved == "" || e.resolvedBy == nil {
 		return e.resolved == ""
@@ -1842,8 +1843,9 @@ func (m *model) sortedFiles() []*fileState {
 // quotesHead reports a sentence that quotes the pinned messages (the
 // issue text the agent cites: "The PR description says: …").
 func (m *model) quotesHead(s string) bool {
-	if i := strings.IndexAny(s, "\"“"); i >= 0 && i < len(s)-1 {
-		s = s[i+1:] // what the quotation marks open
+	if i := strings.IndexAny(s, "\"“"); i >= 0 {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		s = s[i+w:] // what the quotation marks open
 	}
 	s = strings.TrimLeft(s, "> ")
 	if len(s) < 40 {

@@ -53,8 +53,8 @@ func (l *layout) countLeftOut() *leftOut {
 	for i, it := range l.items {
 		left := it.level < 0 && !it.header
 		now := int8(it.level)
-		if it.header || it.level < 0 && it.header {
-			now = int8(levelFull)
+		if it.header {
+			now = int8(levelFull) // a header tells no step
 		}
 		if now != lo.was[i] {
 			// The steps an item does not name at its level are left out
