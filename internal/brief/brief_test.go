@@ -665,6 +665,31 @@ func TestHandOffRules(t *testing.T) {
 				"its message's call: grep -n \"def _print_Mul\" sympy/printing/pretty/pretty.py"},
 		},
 		{
+			name: "a script's rewrite tells what the script writes",
+			build: func(b *spanBuilder) {
+				script := "with open('sphinx/ext/autodoc/__init__.py') as f:\n    lines = f.readlines()\nout = []\nfor i, line in enumerate(lines):\n" +
+					"    if 'if want_all and isprivate:' in line:\n        out.append(line)\n" +
+					"        out.append('                    if self.options.private_members is None:\\n')\n" +
+					"        out.append('                        keep = False\\n')\n        continue\n    out.append(line)\n" +
+					"with open('sphinx/ext/autodoc/__init__.py', 'w') as f:\n    f.writelines(out)\n"
+				b.bash("", "cat <<'EOF' > update_autodoc.py\n"+script+"EOF", rc(0, "")).
+					bash("", "python3 update_autodoc.py", rc(0, ""))
+			},
+			budget: 900,
+			wanted: []string{"sphinx/ext/autodoc/__init__.py: rewritten by running update_autodoc.py (writes `if self.options.private_members is None:`; 2 lines) [m0005]"},
+		},
+		{
+			name: "what the agent takes back in its message is not quoted as a finding",
+			build: func(b *spanBuilder) {
+				b.bash("The first condition matched the second block. Because `elif want_all and isprivate:` does NOT contain `if want_all and isprivate:`. "+
+					"Ah, I see what happened. `if` is a substring of `elif`, because the match is a substring test. I should use `line.strip().startswith('if ')` instead.",
+					"git checkout sphinx/ext/autodoc/__init__.py", rc(0, ""))
+			},
+			budget:   900,
+			wanted:   []string{"[m0003] `if` is a substring of `elif`, because the match is a substring test."},
+			unwanted: []string{"does NOT contain"},
+		},
+		{
 			name: "a small file read whole keeps its content",
 			build: func(b *spanBuilder) {
 				b.bash("", "cat eps1.7_wh1ter0se.m4v", rc(0, "EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")).

@@ -61,6 +61,8 @@ type fileOp struct {
 	outline string
 	// writes are the files a Python script written here opens for writing.
 	writes []string
+	// effect tells what the script writes into them (scriptEffect).
+	effect string
 	// dir is the directory a "cd" of the line went to before it, for a
 	// relative path: the briefing names it beside the path as written
 	// (identifiers stay verbatim).
@@ -136,6 +138,11 @@ func classifyCall(name, rawArgs string) call {
 			// one it also removes (a fixture cleaned up) is left as it was.
 			removed := pythonRemoves(op.body)
 			op.writes = slices.DeleteFunc(pythonWrites(op.body), func(p string) bool { return p == op.path || removed[p] })
+			if len(op.writes) == 1 {
+				// Told only for one file: a script's literals do not say
+				// which of several files each goes to.
+				op.effect = scriptEffect(op.body)
+			}
 		}
 	}
 	return c

@@ -37,16 +37,22 @@ func changeList(changes []change, level int) string {
 		}
 		g.ids = appendNew(g.ids, c.id)
 	}
-	max := []int{8, 4, 2}[level]
+	maxGroups := []int{8, 4, 2}[level]
 	bodyMax := []int{160, 90, 50}[level]
 	var out []string
 	skipped := 0
 	for k, g := range groups {
-		if len(groups)-k > max {
+		if len(groups)-k > maxGroups {
 			skipped++
 			continue
 		}
-		t := clipChange(g.body, bodyMax)
+		room := bodyMax
+		if strings.HasPrefix(g.body, "rewritten by running ") {
+			// What a script wrote is the change itself, as a replacement's
+			// text is; its name alone tells nothing of it.
+			room = max(room, 110)
+		}
+		t := clipChange(g.body, room)
 		switch len(g.lines) {
 		case 0:
 		case 1:
@@ -77,6 +83,9 @@ func clipChange(body string, max int) string {
 	}
 	if len(body) <= max {
 		return body
+	}
+	if t, ok := clipScriptRun(body, max); ok {
+		return t
 	}
 	if strings.HasPrefix(body, "inserted ") || strings.HasPrefix(body, "replaced ") {
 		return clipInsert(body, max)

@@ -86,6 +86,7 @@ type fileState struct {
 	outline string   // what a larger written file defines (outline)
 	dir     string   // the directory a relative path was written from (a cd before it)
 	writes  []string // files this script rewrites when it runs
+	effect  string   // what it writes into them (scriptEffect)
 	missing bool     // a tool said it does not exist
 	n       int      // the last step that touched it
 	// lines and read memoize the texts of its line (see model.fileTexts
@@ -1063,7 +1064,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		f.lastRun = s
 		if !s.failed {
 			for _, w := range f.writes {
-				m.fileOp(s, fileOp{path: w, op: kindEdit, what: "rewritten by running " + f.path})
+				m.fileOp(s, fileOp{path: w, op: kindEdit, what: "rewritten by running " + f.path + f.effect})
 			}
 		}
 	case kindSearch:
@@ -1084,7 +1085,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.changes = []change{{id: s.id(), what: what}}
 		}
 		f.deleted, f.movedTo = "", ""
-		f.content, f.outline, f.writes = "", "", op.writes
+		f.content, f.outline, f.writes, f.effect = "", "", op.writes, op.effect
 		if op.body != "" && strings.Count(op.body, "\n") <= smallFileLines {
 			f.content = strings.TrimRight(op.body, "\n")
 		} else {

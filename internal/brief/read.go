@@ -215,6 +215,11 @@ func readText(t string) *textFacts {
 	f := &textFacts{idents: distinctIdents(t), words: keyWords(t), lineRefs: lineRefs(t)}
 	for k, s := range sentences(t) {
 		f.sentences = append(f.sentences, s)
+		if retractRe.MatchString(s) {
+			// "Ah, I see what happened": what the message reasoned before
+			// it is what the agent took back, not a finding.
+			f.decisions = f.decisions[:0]
+		}
 		switch {
 		case isIntention(s):
 			f.intents = append(f.intents, s)
@@ -234,6 +239,10 @@ func readText(t string) *textFacts {
 	}
 	return f
 }
+
+// retractRe starts a sentence by which the agent takes back what it
+// reasoned before it in the same message.
+var retractRe = regexp.MustCompile(`^(?:(?:Ah|Oh),? I see what(?:'s| is)? (?:happened|going on|wrong)|I see (?:now )?what (?:happened|went wrong)|I was wrong|(?:That|This)(?:'s| is| was) wrong|My mistake|I made a mistake|(?:No|Wait|Actually),? (?:that(?:'s| is)|I was) (?:not right|wrong|incorrect))\b`)
 
 // anaphorRe starts a sentence that names what the one before said ("This
 // restores the previous behaviour …"): quoted alone it names nothing.

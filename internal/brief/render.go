@@ -643,11 +643,19 @@ func fileText(f *fileState, level int) string {
 		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clip(resultTextShort(f.lastRun), []int{160, 90}[level]))
 	}
 	t := strings.Join(parts, "; ")
+	limit := []int{900, 300, 140}[level]
+	for _, c := range f.changes {
+		// The room a script's written text takes (scriptEffect) is not
+		// taken from the rest of the line.
+		if _, eff, ok := strings.Cut(c.what, " ("); ok && strings.HasPrefix(c.what, "rewritten by running ") {
+			limit += min(len(eff), 70)
+		}
+	}
 	// A small file's text is its state: kept at every level it fits.
 	if shownWhole(f, level) {
-		return clip2(t, []int{900, 300, 140}[level]) + "; content:\n" + indent(f.content)
+		return clip2(t, limit) + "; content:\n" + indent(f.content)
 	}
-	return clip2(t, []int{900, 300, 140}[level])
+	return clip2(t, limit)
 }
 
 // shownWhole reports whether a changed file's line at level carries its

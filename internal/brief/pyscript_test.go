@@ -1,0 +1,66 @@
+package brief
+
+import "testing"
+
+func TestScriptEffect(t *testing.T) {
+	for _, tc := range []struct {
+		name, code, want string
+	}{
+		{
+			name: "replacements: the first, and how many more",
+			code: "content = open(p).read()\n" +
+				"content = content.replace(\n    'def _sqlite_datetime_parse(dt, tzname=None):',\n    'def _sqlite_datetime_parse(dt, tzname=None, db_timezone=None):'\n)\n" +
+				"content = content.replace('dt = parse(dt, tzname)', 'dt = parse(dt, tzname, db_timezone)')\n" +
+				"open(p, 'w').write(content)\n",
+			want: " (replaces `…dt, tzname=None):` → `…dt, tzname=None, db_timezone=None):` and 1 more)",
+		},
+		{
+			name: "definitions written come first, once each",
+			code: "if 'def _print_MatMul(self, expr):' in line:\n    start = i\n" +
+				"new = [\n    \"    def _print_MatMul(self, expr):\\n\",\n    \"        c, m = expr.as_coeff_matrices()\\n\",\n" +
+				"    \"    def _print_MatMul(self, expr):\\n\",\n]\n" +
+				"print(\"Could not find functions\")\n",
+			want: " (writes `def _print_MatMul(self, expr):`; 3 lines)",
+		},
+		{
+			name: "a triple-quoted method, escapes and a comment with a quote",
+			code: "# don't read this as a string\nnew_method = \"\"\"    def _discover(self, files: Sequence[str]) -> Iterator[str]:\n        \\\"\\\"\\\"Discover.\\\"\\\"\\\"\n        yield root\n\"\"\"\n",
+			want: " (writes `def _discover(self, files: Sequence[str]) -> Iterator[str]:`; 2 lines)",
+		},
+		{
+			name: "literals that are looked for, opened or printed say nothing",
+			code: "with open('a.py', 'r') as f:\n    s = f.read()\nif s.startswith('import os'):\n    print('already done: nothing to change')\n",
+		},
+		{
+			name: "a replacement that changes nothing is no replacement",
+			code: "s = s.replace('a = 1', 'a = 1')\n",
+		},
+		{
+			name: "code that does not tokenize ends the scan",
+			code: "x = 'unterminated\nnew = ['keep = a(1)', 'keep = b(2)']\n",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := scriptEffect(tc.code); got != tc.want {
+				t.Errorf("scriptEffect:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestClipScriptRun(t *testing.T) {
+	body := "rewritten by running update_autodoc.py (writes `if self.options.private_members is None:`, `elif x:`; 13 lines)"
+	for _, tc := range []struct {
+		max  int
+		want string
+	}{
+		{200, body},
+		{100, "rewritten by running update_autodoc.py (writes `if self.options.private_members is None:`; 13 lines)"},
+		{90, "rewritten by running update_autodoc.py (writes `if self.options…`; 13 lines)"},
+		{70, "rewritten by running update_autodoc.py"},
+	} {
+		if got := clipChange(body, tc.max); got != tc.want {
+			t.Errorf("clipChange(%d):\n got %q\nwant %q", tc.max, got, tc.want)
+		}
+	}
+}
