@@ -690,6 +690,18 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"does NOT contain"},
 		},
 		{
+			name: "an exception a reproduction test raises itself is not an open fault",
+			build: func(b *spanBuilder) {
+				out := "collected 1 item\n\nreproduce_issue.py F\n\n=== FAILURES ===\n___ test_chained ___\n\n    def test_chained():\n        try:\n" +
+					">           raise ValueError(11)\nE           ValueError: 11\n\nreproduce_issue.py:6: ValueError\n" +
+					"=== short test summary info ===\nFAILED reproduce_issue.py::test_chained - ValueError: 11\n=== 1 failed in 0.05s ==="
+				b.bash("Run the reproduction.", "pytest reproduce_issue.py", rc(1, out))
+			},
+			budget:   900,
+			wanted:   []string{"E ValueError: 11 [m0003]: raised on purpose by the test's own `raise ValueError(11)`"},
+			unwanted: []string{"still failing"},
+		},
+		{
 			name: "a small file read whole keeps its content",
 			build: func(b *spanBuilder) {
 				b.bash("", "cat eps1.7_wh1ter0se.m4v", rc(0, "EOY XF, AY VMU M UKFNY TOY YF UFWHYKAXZ EAZZHN.")).

@@ -217,6 +217,9 @@ type errState struct {
 	// explainedAt is the message where the agent said what explains the
 	// failure as expected (explanation, its words): not a bug left open.
 	explainedAt, explanation string
+	// raisedBy is the test's own raise statement that raised it
+	// (output.raisedBy): a reproduction's exception, raised on purpose.
+	raisedBy string
 	// reworded marks an error seen again with other quoted text (an edit's
 	// old_str): its line is the newest wording.
 	reworded bool
@@ -1281,7 +1284,7 @@ func (m *model) trackError(s *step) {
 	if cleanupMissingRe.MatchString(o.errLine) {
 		return // removing what is not there leaves things as wanted
 	}
-	line := o.errLine
+	line, raisedBy := o.errLine, o.raisedBy
 	if line == "" {
 		switch {
 		case o.timeout:
@@ -1320,6 +1323,7 @@ func (m *model) trackError(s *step) {
 			e.lastFailed = s
 			e.n = s.n
 			e.count++
+			e.raisedBy = raisedBy
 			return
 		}
 		// An edit rejected again, for the same reason but with other
@@ -1335,8 +1339,12 @@ func (m *model) trackError(s *step) {
 			return
 		}
 	}
-	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s})
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s, raisedBy: raisedBy})
 }
+
+// expected reports an error that is no fault left open: the agent
+// explained it as the expected behaviour, or the test raised it itself.
+func (e *errState) expected() bool { return e.explainedAt != "" || e.raisedBy != "" }
 
 // fixedWhereRaised reports a run of the same command as e's that fails
 // otherwise (line) after the file e was raised in was changed: the run
@@ -1419,7 +1427,7 @@ func (e *errState) unrelated() bool {
 	if e.lastFailed == nil {
 		return false
 	}
-	if e.explainedAt != "" {
+	if e.expected() {
 		return true
 	}
 	// Read once per text, as open reads its reaction: a warm model keeps

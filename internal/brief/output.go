@@ -24,6 +24,10 @@ type output struct {
 	// innermost frame outside libraries).
 	errLine string
 	errAt   string
+	// raisedBy is the test's own raise statement the error comes from,
+	// when the line pytest marks failing raises it ("raise ValueError(11)"
+	// above "E ValueError: 11"): a reproduction raising on purpose.
+	raisedBy string
 	// tests is a test run's outcome: counts, failing tests, first
 	// assertion. testsOK reports a run with no failure.
 	tests   string
@@ -454,6 +458,7 @@ func readErrors(o *output, lines []string) {
 		}
 		if errorLineRe.MatchString(t) || exceptionRe.MatchString(t) && strings.Contains(t, ":") {
 			o.errLine = clip(t, 220)
+			o.raisedBy = raisedAbove(probe[:i], t)
 		}
 	}
 	if o.errLine != "" {
@@ -461,6 +466,32 @@ func readErrors(o *output, lines []string) {
 			o.missing = append(o.missing, strings.Trim(m[1], "'\":"))
 		}
 	}
+}
+
+// raisedAbove returns the raise statement of pytest's marked line right
+// above an "E Type: message" line when it raises that Type, else "".
+func raisedAbove(before []string, errLine string) string {
+	name, _, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(errLine, "E ")), ":")
+	if !ok || !strings.HasPrefix(errLine, "E ") {
+		return ""
+	}
+	name = name[strings.LastIndexByte(name, '.')+1:]
+	for k := len(before) - 1; k >= 0; k-- {
+		t := strings.TrimSpace(before[k])
+		if t == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(t, ">")
+		if !ok {
+			return ""
+		}
+		stmt := strings.TrimSpace(rest)
+		if r, ok := strings.CutPrefix(stmt, "raise "+name); ok && (r == "" || r[0] == '(' || r[0] == ' ') {
+			return stmt
+		}
+		return ""
+	}
+	return ""
 }
 
 var (

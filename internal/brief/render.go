@@ -1141,6 +1141,8 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		switch {
 		case e.explainedAt != "":
 			status = "explained by the agent [" + e.explainedAt + "]: \"" + clip(e.explanation, 160) + "\""
+		case e.raisedBy != "":
+			status = "raised on purpose by the test's own " + quoteCode(e.raisedBy, 80) + ", not a fault of the code under test"
 		case e.unrelated():
 			status = "unresolved; reading it [" + e.lastFailed.lastID() + "], the agent judged it unrelated to its change"
 		}
@@ -1174,6 +1176,8 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			switch {
 			case e.explainedAt != "":
 				short = "explained by the agent [" + e.explainedAt + "]"
+			case e.raisedBy != "":
+				short = "raised on purpose by the test"
 			case e.unrelated():
 				short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
 			}

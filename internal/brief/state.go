@@ -114,7 +114,7 @@ func (m *model) stillFailing() (*errState, int) {
 	var newest *errState
 	open := 0 // all of them, as ERRORS lists them
 	for _, e := range m.errors {
-		if e.open() && e.explainedAt == "" { // an explained failure is not one still open
+		if e.open() && !e.expected() { // an explained failure is not one still open
 			open++
 			if e.n >= len(m.steps)-8 && (newest == nil || e.n >= newest.n) {
 				newest = e // an error seen again is as new as its last sighting
@@ -128,7 +128,7 @@ func (m *model) stillFailing() (*errState, int) {
 		// Earlier refusals of an edit of the same file are the same
 		// change not yet made, not other errors.
 		for _, e := range m.errors {
-			if e != newest && e.open() && e.explainedAt == "" && e.failedEdit() == f {
+			if e != newest && e.open() && !e.expected() && e.failedEdit() == f {
 				open--
 			}
 		}
