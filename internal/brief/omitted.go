@@ -96,10 +96,19 @@ func (it *item) unsaidAt(level int) []*step {
 	if !it.unsaidDone[level] {
 		it.unsaidDone[level] = true
 		if len(it.steps) > 0 {
-			named := namedIDs(it.texts[level])
+			// Most texts name each of their steps' ids as written: the set
+			// of every id and range they name is read only when one is not.
+			t := it.texts[level]
+			var named idSet
+			read := false
 			for _, s := range it.steps {
-				if !named.has(s.id()) {
-					it.unsaid[level] = append(it.unsaid[level], s)
+				if id := s.id(); !namesID(t, id) {
+					if !read {
+						named, read = namedIDs(t), true
+					}
+					if !named.has(id) {
+						it.unsaid[level] = append(it.unsaid[level], s)
+					}
 				}
 			}
 		}
@@ -124,6 +133,26 @@ func (s idSet) has(id string) bool {
 		}
 	}
 	return false
+}
+
+// namesID reports whether t holds id where namedIDs would read it: an
+// "m" and three or more digits, not inside a longer word. False says
+// nothing: a range may still hold it.
+func namesID(t, id string) bool {
+	if len(id) < 4 || id[0] != 'm' || strings.TrimLeft(id[1:], "0123456789") != "" {
+		return false
+	}
+	for off := 0; ; {
+		i := strings.Index(t[off:], id)
+		if i < 0 {
+			return false
+		}
+		i += off
+		if (i == 0 || !isWordByte(t[i-1])) && (i+len(id) == len(t) || !isWordByte(t[i+len(id)])) {
+			return true
+		}
+		off = i + 1
+	}
 }
 
 // namedIDs reads the message ids of a text.

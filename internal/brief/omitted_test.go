@@ -181,3 +181,27 @@ func TestStepsTextReadsPastTheRuns(t *testing.T) {
 		t.Errorf("runs %q, want %q", runs, want)
 	}
 }
+
+// namesID is a shortcut of namedIDs: where it finds an id, namedIDs must
+// too.
+func TestNamesIDAgreesWithNamedIDs(t *testing.T) {
+	texts := []string{
+		"- [m0012] ls → ok", "[m0010–m0018] and m0020", "xm0012 m00123 m0012_a m0012b", "(m0012)", "m0012",
+		"steps at m0003, m0007, m0011–m0014", "[m0003 … m0017, 8×]", "m12 m012 m0012", "mm0012 m0012m",
+	}
+	ids := []string{"m0012", "m0010", "m0014", "m0020", "m012", "m12", "m00123", "x0012", "m0013", "m0003", "m0017"}
+	for _, tx := range texts {
+		set := namedIDs(tx)
+		for _, id := range ids {
+			if namesID(tx, id) && !set.has(id) {
+				t.Errorf("namesID(%q, %q) = true, namedIDs has not", tx, id)
+			}
+			if !set.has(id) && namesID(tx, id) {
+				t.Errorf("mismatch %q %q", tx, id)
+			}
+		}
+	}
+	if !namesID("(m0012)", "m0012") || namesID("xm0012", "m0012") || namesID("m00123", "m0012") {
+		t.Error("namesID misreads a plain case")
+	}
+}
