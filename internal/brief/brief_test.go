@@ -835,6 +835,30 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"`case A:"},
 		},
 		{
+			name: "the refusals of edits of one file are one error line, with every refusal counted",
+			build: func(b *spanBuilder) {
+				b.step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case A:", "new_str": "x"}`,
+					"ERROR:\nNo replacement was performed, old_str `case A:` did not appear verbatim in /w/src/match.c.").
+					step("Make it unique.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "return t;", "new_str": "x"}`,
+						"ERROR:\nNo replacement was performed. Multiple occurrences of old_str `return t;` in lines [17, 49]. Please ensure it is unique.").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case B:", "new_str": "x"}`,
+						"ERROR:\nNo replacement was performed, old_str `case B:` did not appear verbatim in /w/src/match.c.")
+			},
+			budget: 900,
+			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003, m0005, m0007] (3 refused edits of the file; the last refusal shown): unresolved",
+				"its edit was refused at [m0007] (3 tries)"},
+			unwanted: []string{"Multiple occurrences"},
+		},
+		{
+			name: "an insertion after a numbered line names that line's text from the editor's echo",
+			build: func(b *spanBuilder) {
+				b.step("Insert the fix.", "str_replace_editor", `{"command": "insert", "path": "/w/src/match.c", "insert_line": 317, "new_str": "if(iso){t = trn(t);}"}`,
+					"The file /w/src/match.c has been edited. Here's the result of running `cat -n` on a snippet of the edited file:\n   316\t    case TK_MATCH_DONTCARE:\n   317\t      return pattern_type;\n   318\tif(iso){t = trn(t);}\n   319\t\n")
+			},
+			budget: 900,
+			wanted: []string{"/w/src/match.c: inserted after line 317 `return pattern_type;`: `if(iso){t = trn(t);}` [m0003]"},
+		},
+		{
 			name: "the index leaves out a name seen once in a listing, and keeps an exception",
 			build: func(b *spanBuilder) {
 				var names []string

@@ -150,6 +150,10 @@ func clipInsert(body string, max int) string {
 	}
 	text = text[1 : len(text)-1]
 	verb, anchor, quoted := strings.Cut(head, "the line matching `")
+	if j := strings.IndexByte(head, '`'); !quoted && j > 0 && j < len(head)-1 && strings.HasSuffix(head, "`") {
+		// "inserted after line 317 `return x;`": the line's text.
+		verb, anchor, quoted = head[:j], head[j+1:], true
+	}
 	if quoted {
 		anchor = strings.TrimSuffix(anchor, "`")
 	} else {

@@ -528,6 +528,21 @@ func (e *errState) failedEdit() string {
 	return e.lastFailed.f.call.target
 }
 
+// refusals are the ids of the open refusals of edits of file f, oldest
+// first, and the newest of those errors.
+func (m *model) refusals(f string) (ids []string, newest *errState) {
+	for _, e := range m.errors {
+		if e.failedEdit() == f && e.open() {
+			ids = append(ids, e.ids...)
+			if newest == nil || e.n >= newest.n {
+				newest = e
+			}
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int { return m.stepAt(a) - m.stepAt(b) })
+	return ids, newest
+}
+
 // open reports whether an error is still open: nothing resolved it, or
 // the agent itself said the step that did misfired (an edit that went
 // through but landed in the wrong place leaves the cause in place). It is
@@ -1105,7 +1120,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.content = ""
 			return
 		}
-		f.changes = append(f.changes, change{id: s.id(), what: op.what, noop: op.noop})
+		f.changes = append(f.changes, change{id: s.id(), what: withAnchorText(op.what, s.f.out.lines), noop: op.noop})
 		f.content = "" // the outline of the text written stays: an edit changes a part
 		if o := &s.f.out; o.file != "" && o.fileLines > 0 && o.fileLines <= smallFileLines {
 			f.content = editorContent(o.lines)
@@ -1142,6 +1157,31 @@ func (m *model) takeAlong(s *step, dir, movedTo string) {
 		c.deleted, c.movedTo, c.n = s.id(), movedTo, s.n
 		s.files = appendNew(s.files, c.path)
 	}
+}
+
+// withAnchorText adds to "inserted after line 317: `x`" the text of line
+// 317 as the editor's echo of the edit shows it ("inserted after line 317
+// `return pattern_type;`: `x`"): a line number alone hides an insertion
+// that landed after a return, where it never runs.
+func withAnchorText(what string, echo []string) string {
+	rest, ok := strings.CutPrefix(what, "inserted after line ")
+	if !ok {
+		return what
+	}
+	n, text, ok := strings.Cut(rest, ": ")
+	if !ok || !isNumber(n) {
+		return what
+	}
+	for _, l := range echo {
+		// The kept lines have their whitespace folded: "317 return x;".
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), n); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t' || rest[0] == ':') {
+			if t := strings.TrimSpace(rest[1:]); t != "" {
+				return "inserted after line " + n + " " + quoteCode(t, 60) + ": " + text
+			}
+			break
+		}
+	}
+	return what
 }
 
 // smallFileLines is the size up to which a file written in the span is

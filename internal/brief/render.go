@@ -1130,11 +1130,27 @@ func stepIdents(s *step) []string {
 func (l *layout) buildErrors(recency func(int) float64) {
 	m := l.m
 	for k, e := range m.errors {
-		ids := "[" + strings.Join(headLines(e.ids, 3), ", ") + "]"
-		if len(e.ids) > 3 {
-			ids = "[" + e.ids[0] + " … " + e.ids[len(e.ids)-1] + ", " + strconv.Itoa(len(e.ids)) + "×]"
+		// The open refusals of edits of one file are one line: the newest,
+		// with every refusal's id. Each told alone repeats what NEXT and
+		// STATE say of the file, with old texts no longer tried.
+		eids, tries := e.ids, 0
+		if f := e.failedEdit(); f != "" && e.open() {
+			all, newest := m.refusals(f)
+			if newest != e {
+				continue // told with the newest refusal of the same file
+			}
+			if len(all) > len(e.ids) {
+				eids, tries = all, len(all)
+			}
 		}
-		if e.reworded {
+		ids := "[" + strings.Join(headLines(eids, 3), ", ") + "]"
+		if len(eids) > 3 {
+			ids = "[" + eids[0] + " … " + eids[len(eids)-1] + ", " + strconv.Itoa(len(eids)) + "×]"
+		}
+		switch {
+		case tries > 0:
+			ids += " (" + strconv.Itoa(tries) + " refused edits of the file; the last refusal shown)"
+		case e.reworded:
 			ids += " (" + strconv.Itoa(len(e.ids)) + " tries, each with other text; the last one shown)"
 		}
 		status := "unresolved"
@@ -1158,14 +1174,14 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// The line tells a failed call whose command says little (an
 		// editor view, a lookup): its step needs no line of its own.
 		var told []*step
-		for _, id := range e.ids {
+		for _, id := range eids {
 			for _, st := range m.callsOf(id) {
 				if k := st.f.call.kind; st.failed && k != kindRun && k != kindTest && k != kindHTTP {
 					told = append(told, st)
 				}
 			}
 		}
-		it := &item{sec: secErrors, prio: p, order: float64(k), ids: e.ids, steps: told}
+		it := &item{sec: secErrors, prio: p, order: float64(k), ids: eids, steps: told}
 		it.texts = m.errorTexts(e, errorKey{e.line, where, ids, status}, func(t *[levels]string) {
 			line := errorText(e.line)
 			t[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status

@@ -270,8 +270,8 @@ func (m *model) nextText(quote int) string {
 	if e := open; e != nil {
 		if f := e.failedEdit(); f != "" {
 			tries := ""
-			if n := len(e.ids); n > 1 {
-				tries = " (" + strconv.Itoa(n) + " tries)"
+			if ids, _ := m.refusals(f); len(ids) > 1 {
+				tries = " (" + strconv.Itoa(len(ids)) + " tries)"
 			}
 			left := "which left the file unchanged"
 			if fs := m.knownFile(f); fs != nil && len(fs.changes) > 0 {
