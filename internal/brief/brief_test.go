@@ -346,7 +346,7 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"pkg/core.py: read lines 81-120 [m0007]", "LEFT OUT FOR SIZE: ", "m0003–m0006"},
 		},
 		{
-			name: "a chained traceback's error is its last exception, whatever its name",
+			name: "a chained traceback's error is its last exception, whatever its name, told with the one it was raised while handling",
 			build: func(b *spanBuilder) {
 				trace := "Traceback (most recent call last):\n  File \"/testbed/django/apps/config.py\", line 107, in create\n    entry = module.default_app_config\n" +
 					"AttributeError: module 'reproduce_app' has no attribute 'default_app_config'\n\nDuring handling of the above exception, another exception occurred:\n\n" +
@@ -355,8 +355,8 @@ func TestHandOffRules(t *testing.T) {
 				b.bash("Run.", "python3 reproduce_issue.py", rc(1, trace))
 			},
 			budget:   900,
-			wanted:   []string{"ImproperlyConfigured: The app module <module 'reproduce_app'> has no filesystem location"},
-			unwanted: []string{"has no attribute 'default_app_config'"},
+			wanted: []string{"- django.core.exceptions.ImproperlyConfigured: The app module <module 'reproduce_app'> has no filesystem location " +
+				"(raised while handling AttributeError: module 'reproduce_app' has no attribute 'default_app_config' at /testbed/django/apps/config.py line 107 in create)"},
 		},
 		{
 			name: "an error is resolved when the file it was raised in changed and the same run fails otherwise, not behind a syntax error",

@@ -394,9 +394,24 @@ func readErrors(o *output, lines []string) {
 	}
 	inTrace := false
 	var lastFrame, projectFrame string
+	// handled is the exception a chained traceback's next one was raised
+	// while handling ("During handling of the above exception, another
+	// exception occurred"): the last is the error, and the first may be
+	// its cause (a TypeError that a crash in the error report hid).
+	handled, handling := "", false
 	for i, l := range probe {
 		t := strings.TrimSpace(l)
 		if t == "" {
+			continue
+		}
+		if strings.HasPrefix(t, "During handling of the above exception") {
+			handling = o.errLine != ""
+			if handling {
+				handled = o.errLine
+				if o.errAt != "" {
+					handled += " at " + o.errAt
+				}
+			}
 			continue
 		}
 		if strings.Contains(t, "Traceback (most recent call last)") {
@@ -422,6 +437,10 @@ func readErrors(o *output, lines []string) {
 		}
 		if inTrace && (exceptionRe.MatchString(t) || lastFrame != "" && l == t && traceEndRe.MatchString(t)) {
 			o.errLine = clip(t, 220)
+			if handling {
+				o.errLine += " (raised while handling " + clip(handled, 130) + ")"
+				handling = false
+			}
 			o.errAt = projectFrame
 			if o.errAt == "" {
 				o.errAt = lastFrame

@@ -1184,7 +1184,11 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: eids, steps: told}
 		it.texts = m.errorTexts(e, errorKey{e.line, where, ids, status}, func(t *[levels]string) {
 			line := errorText(e.line)
-			t[levelFull] = "- " + clip(line, 220) + where + " " + ids + ": " + status
+			room := 220
+			if strings.Contains(line, " (raised while handling ") {
+				room = 360 // the exception it was raised while handling may be the cause
+			}
+			t[levelFull] = "- " + clip(line, room) + where + " " + ids + ": " + status
 			// The error's message is what prevents repeating it: kept whole
 			// unless the room is at its tightest.
 			t[levelShort] = "- " + clip(line, 130) + " " + ids + ": " + clip(status, 90)
