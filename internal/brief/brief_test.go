@@ -354,7 +354,7 @@ func TestHandOffRules(t *testing.T) {
 					"django.core.exceptions.ImproperlyConfigured: The app module <module 'reproduce_app'> has no filesystem location"
 				b.bash("Run.", "python3 reproduce_issue.py", rc(1, trace))
 			},
-			budget:   900,
+			budget: 900,
 			wanted: []string{"- django.core.exceptions.ImproperlyConfigured: The app module <module 'reproduce_app'> has no filesystem location " +
 				"(raised while handling AttributeError: module 'reproduce_app' has no attribute 'default_app_config' at /testbed/django/apps/config.py line 107 in create)"},
 		},
