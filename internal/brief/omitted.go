@@ -96,17 +96,18 @@ func (it *item) unsaidAt(level int) []*step {
 	if !it.unsaidDone[level] {
 		it.unsaidDone[level] = true
 		if len(it.steps) > 0 {
-			// Most texts name each of their steps' ids as written: the set
-			// of every id and range they name is read only when one is not.
+			// Most texts name each of their steps' ids as written; an id
+			// not written may be inside a range the text writes, read only
+			// then.
 			t := it.texts[level]
-			var named idSet
+			var ranges [][2]string
 			read := false
 			for _, s := range it.steps {
 				if id := s.id(); !namesID(t, id) {
 					if !read {
-						named, read = namedIDs(t), true
+						ranges, read = idRanges(t), true
 					}
-					if !named.has(id) {
+					if !inRanges(ranges, id) {
 						it.unsaid[level] = append(it.unsaid[level], s)
 					}
 				}
@@ -124,10 +125,11 @@ type idSet struct {
 }
 
 func (s idSet) has(id string) bool {
-	if s.ids[id] {
-		return true
-	}
-	for _, r := range s.ranges {
+	return s.ids[id] || inRanges(s.ranges, id)
+}
+
+func inRanges(ranges [][2]string, id string) bool {
+	for _, r := range ranges {
 		if len(id) == len(r[0]) && len(id) == len(r[1]) && id >= r[0] && id <= r[1] {
 			return true
 		}
@@ -135,9 +137,9 @@ func (s idSet) has(id string) bool {
 	return false
 }
 
-// namesID reports whether t holds id where namedIDs would read it: an
-// "m" and three or more digits, not inside a longer word. False says
-// nothing: a range may still hold it.
+// namesID reports whether t holds id where eachID would read it: an "m"
+// and three or more digits, not inside a longer word. False says nothing
+// of the ranges t writes.
 func namesID(t, id string) bool {
 	if len(id) < 4 || id[0] != 'm' || strings.TrimLeft(id[1:], "0123456789") != "" {
 		return false
@@ -158,6 +160,30 @@ func namesID(t, id string) bool {
 // namedIDs reads the message ids of a text.
 func namedIDs(t string) idSet {
 	set := idSet{ids: map[string]bool{}}
+	eachID(t, func(id, from string) {
+		set.ids[id] = true
+		if from != "" {
+			set.ranges = append(set.ranges, [2]string{from, id})
+		}
+	})
+	return set
+}
+
+// idRanges reads the ranges of message ids a text writes.
+func idRanges(t string) [][2]string {
+	var out [][2]string
+	eachID(t, func(id, from string) {
+		if from != "" {
+			out = append(out, [2]string{from, id})
+		}
+	})
+	return out
+}
+
+// eachID calls f with each message id t writes ("m0012": an "m" and
+// three or more digits, not inside a word) and, when the id ends a range
+// ("m0010–m0018", "m0010 … m0018"), the id the range starts from.
+func eachID(t string, f func(id, from string)) {
 	prev, prevEnd := "", -1
 	for i := 0; i < len(t); i++ {
 		if t[i] != 'm' || i > 0 && isWordByte(t[i-1]) {
@@ -170,17 +196,16 @@ func namedIDs(t string) idSet {
 		if j-i < 4 || j < len(t) && isWordByte(t[j]) {
 			continue
 		}
-		id := t[i:j]
-		set.ids[id] = true
+		id, from := t[i:j], ""
 		if prev != "" {
 			if sep := t[prevEnd:i]; sep == "–" || sep == " … " || sep == "-" {
-				set.ranges = append(set.ranges, [2]string{prev, id})
+				from = prev
 			}
 		}
+		f(id, from)
 		prev, prevEnd = id, j
 		i = j - 1
 	}
-	return set
 }
 
 // stepsText says what the steps left out were, in their order (each as

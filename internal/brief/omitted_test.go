@@ -182,8 +182,8 @@ func TestStepsTextReadsPastTheRuns(t *testing.T) {
 	}
 }
 
-// namesID is a shortcut of namedIDs: where it finds an id, namedIDs must
-// too.
+// namesID and idRanges are a shortcut of namedIDs: together they name
+// the same ids.
 func TestNamesIDAgreesWithNamedIDs(t *testing.T) {
 	texts := []string{
 		"- [m0012] ls → ok", "[m0010–m0018] and m0020", "xm0012 m00123 m0012_a m0012b", "(m0012)", "m0012",
@@ -193,11 +193,11 @@ func TestNamesIDAgreesWithNamedIDs(t *testing.T) {
 	for _, tx := range texts {
 		set := namedIDs(tx)
 		for _, id := range ids {
-			if namesID(tx, id) && !set.has(id) {
-				t.Errorf("namesID(%q, %q) = true, namedIDs has not", tx, id)
+			if namesID(tx, id) != set.ids[id] {
+				t.Errorf("namesID(%q, %q) = %v, namedIDs says %v", tx, id, namesID(tx, id), set.ids[id])
 			}
-			if !set.has(id) && namesID(tx, id) {
-				t.Errorf("mismatch %q %q", tx, id)
+			if got := namesID(tx, id) || inRanges(idRanges(tx), id); got != set.has(id) {
+				t.Errorf("%q names %q: %v by the shortcut, %v by namedIDs", tx, id, got, set.has(id))
 			}
 		}
 	}
