@@ -229,8 +229,15 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 		l.foot = briefd.ExpandFooter(m.first, m.last)
 	}
 	l.build(userCap)
+	glyphs := false
 	for _, it := range l.items {
 		it.cache = in.Cache
+		if !glyphs && (it.sec == secFiles || it.sec == secErrors || it.sec == secState || it.sec == secNext) {
+			glyphs = strings.Contains(it.texts[levelFull], "⏎") || strings.Contains(it.texts[levelFull], "⇥")
+		}
+	}
+	if glyphs {
+		l.head += glyphLegend
 	}
 	_, l.indexNeed = m.namedIdents()
 	if m.prior != nil {
@@ -247,6 +254,11 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	text, n := l.fit()
 	if n > l.budget {
 		l.budget = n
+	}
+	if glyphs && !strings.ContainsAny(text[len(l.head):], "⏎⇥") {
+		// The lines that had them were left out: the legend goes too (the
+		// text only shrinks).
+		text = strings.Replace(text, glyphLegend, "", 1)
 	}
 	d := &Draft{Text: text, Depth: depth, BudgetTokens: l.budget}
 	d.Coverage = l.coverage(text)
@@ -300,6 +312,10 @@ func resultOf(span []briefd.Message, from int, callID string) *briefd.Message {
 	}
 	return nil
 }
+
+// glyphLegend follows the header when a line may quote code with line
+// breaks or tabs, which the briefing writes as ⏎ and ⇥.
+const glyphLegend = " In quoted code, ⏎ is a line break and ⇥ a tab."
 
 // header is the first line: what the briefing covers.
 func header(m *model, depth int) string {

@@ -123,7 +123,7 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget:   800,
 			wanted:   []string{"no-op edit"},
-			unwanted: []string{"STATE: changed: a.py"},
+			unwanted: []string{"STATE: changed: a.py", "⏎ is a line break"},
 		},
 		{
 			name: "results, not checkmarks: a short output is kept whole",
@@ -831,7 +831,8 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 900,
 			wanted: []string{"old_str `case B: ⏎ ⇥ return t;` did not appear verbatim in /w/src/match.c. [m0003, m0005] (2 tries, each with other text; the last one shown): unresolved",
-				"- the last edit of /w/src/match.c was not made: ", "NEXT: the change to /w/src/match.c is still to be made: its edit was refused at [m0005] (2 tries)"},
+				"- the last edit of /w/src/match.c was not made: ", "NEXT: the change to /w/src/match.c is still to be made: its edit was refused at [m0005] (2 tries)",
+				"[mNNNN] = source message. In quoted code, ⏎ is a line break and ⇥ a tab.\n"},
 			unwanted: []string{"`case A:"},
 		},
 		{
@@ -848,6 +849,18 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003, m0005, m0007] (3 refused edits of the file; the last refusal shown): unresolved",
 				"its edit was refused at [m0007] (3 tries)"},
 			unwanted: []string{"Multiple occurrences"},
+		},
+		{
+			name: "a refused edit after one that landed is told as tried after that change, not as the file's last edit",
+			build: func(b *spanBuilder) {
+				b.step("Insert the fix.", "str_replace_editor", `{"command": "insert", "path": "/w/src/match.c", "insert_line": 3, "new_str": "x = 1;"}`,
+					"The file /w/src/match.c has been edited.").
+					step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case A:", "new_str": "x"}`,
+						"ERROR:\nNo replacement was performed, old_str `case A:` did not appear verbatim in /w/src/match.c.")
+			},
+			budget:   900,
+			wanted:   []string{"- changed: /w/src/match.c", "- the edit of /w/src/match.c tried after its last change [m0003] was not made: "},
+			unwanted: []string{"the last edit of /w/src/match.c"},
 		},
 		{
 			name: "an insertion after a numbered line names that line's text from the editor's echo",
