@@ -229,15 +229,8 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 		l.foot = briefd.ExpandFooter(m.first, m.last)
 	}
 	l.build(userCap)
-	glyphs := false
 	for _, it := range l.items {
 		it.cache = in.Cache
-		if !glyphs && (it.sec == secFiles || it.sec == secErrors || it.sec == secState || it.sec == secNext) {
-			glyphs = strings.Contains(it.texts[levelFull], "⏎") || strings.Contains(it.texts[levelFull], "⇥")
-		}
-	}
-	if glyphs {
-		l.head += glyphLegend
 	}
 	_, l.indexNeed = m.namedIdents()
 	if m.prior != nil {
@@ -255,10 +248,14 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	if n > l.budget {
 		l.budget = n
 	}
-	if glyphs && !strings.ContainsAny(text[len(l.head):], "⏎⇥") {
-		// The lines that had them were left out: the legend goes too (the
-		// text only shrinks).
-		text = strings.Replace(text, glyphLegend, "", 1)
+	if strings.HasPrefix(text, l.head) && strings.ContainsAny(text[len(l.head):], "⏎⇥") {
+		// Said only in room the fit left: it chooses no line. The legend
+		// starts and ends where the tokenizer splits (a space, a newline),
+		// so its count adds to the text's.
+		if k := l.count(glyphLegend); n+k+1 <= l.budget {
+			text = l.head + glyphLegend + text[len(l.head):]
+			n += k
+		}
 	}
 	d := &Draft{Text: text, Depth: depth, BudgetTokens: l.budget}
 	d.Coverage = l.coverage(text)
@@ -313,8 +310,8 @@ func resultOf(span []briefd.Message, from int, callID string) *briefd.Message {
 	return nil
 }
 
-// glyphLegend follows the header when a line may quote code with line
-// breaks or tabs, which the briefing writes as ⏎ and ⇥.
+// glyphLegend follows the header when lines quote code with line breaks
+// or tabs, which the briefing writes as ⏎ and ⇥, and the budget has room.
 const glyphLegend = " In quoted code, ⏎ is a line break and ⇥ a tab."
 
 // header is the first line: what the briefing covers.
