@@ -248,7 +248,7 @@ func Write(ctx context.Context, in Input) (*Draft, error) {
 	if n > l.budget {
 		l.budget = n
 	}
-	if strings.HasPrefix(text, l.head) && strings.ContainsAny(text[len(l.head):], "⏎⇥") {
+	if body, ok := strings.CutPrefix(text, l.head); ok && (strings.Contains(body, "⏎") || strings.Contains(body, "⇥")) {
 		// Said only in room the fit left: it chooses no line. The legend
 		// starts and ends where the tokenizer splits (a space, a newline),
 		// so its count adds to the text's.

@@ -666,13 +666,18 @@ func (m *model) groupLine(g *group) *groupLine {
 	}
 	gl.react, gl.recs, gl.texts = react, len(m.records), m.groupTexts(g)
 	gl.it.identsAt, gl.it.usesAt = [levels][]string{}, [levels]*identUses{}
+	gl.it.unsaid, gl.it.unsaidDone = [levels][]*step{}, [levels]bool{}
 	return gl
 }
 
 // item sets the memo's item to it, keeping the identifiers read from its
-// texts and their uses, and returns it.
+// texts and their uses, and the steps its texts do not name while they
+// and its steps stand, and returns it.
 func (gl *groupLine) item(it item) *item {
 	it.identsAt, it.usesAt = gl.it.identsAt, gl.it.usesAt
+	if it.texts == gl.it.texts && slices.Equal(it.steps, gl.it.steps) {
+		it.unsaid, it.unsaidDone = gl.it.unsaid, gl.it.unsaidDone
+	}
 	gl.it = it
 	return &gl.it
 }
