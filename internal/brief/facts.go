@@ -513,16 +513,51 @@ func viewText(s *step, level int) string {
 // listText tells a listing: "ls -l" and one-per-line listings by their
 // lines, a column listing by its words.
 func listText(o *output, level int) string {
-	var entries []string
+	entries, all, cut := listEntries(o.lines)
+	if o.listed > all {
+		all, cut = o.listed, o.listCut // counted on the whole output when read
+	}
+	if all == 0 {
+		return "empty"
+	}
+	count := ""
+	switch {
+	case cut:
+		// Lines were left out (by the harness, or of a long output): the
+		// count is of those shown.
+		count = " (over " + strconv.Itoa(all) + " entries)"
+	case all > len(entries) || all > 3:
+		count = " (" + strconv.Itoa(all) + " entries)"
+	}
+	max := []int{16, 10, 0}[level]
+	if max == 0 {
+		if all <= 3 {
+			return clip(strings.Join(entries, " "), 60) // as short as a count
+		}
+		// The names are what a listing shows (is there a CMakeLists.txt, a
+		// build/?): the first ones and the count.
+		return clip(strings.Join(headLines(entries, 12), " "), 110) + count
+	}
+	t := strings.Join(headLines(entries, max), " ")
+	if len(entries) > max {
+		t += " …"
+	}
+	return clip(t, []int{220, 140}[level]) + count
+}
+
+// listEntries reads a listing's lines: the top level's names (build
+// artifacts left out), how many entries it lists in all, and whether
+// lines were cut from it ("[…]", "[… 67261 characters elided …]").
+func listEntries(lines []string) (entries []string, all int, cut bool) {
 	long := false
-	for _, l := range o.lines {
+	for _, l := range lines {
 		if lsLongRe.MatchString(l) {
 			long = true
 			break
 		}
 	}
-	all, deeper := 0, false
-	for _, l := range o.lines {
+	deeper := false
+	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		if strings.HasSuffix(t, ":") && !strings.Contains(t, " ") && len(entries) > 0 {
 			// ls -R's next directory: the names shown are the top
@@ -531,6 +566,8 @@ func listText(o *output, level int) string {
 		}
 		n := len(entries)
 		switch {
+		case t == "[…]" || strings.HasPrefix(t, "[… ") && strings.HasSuffix(t, " elided …]"):
+			cut = true
 		case t == "" || strings.HasPrefix(t, "total ") || strings.HasSuffix(t, ":") && !strings.Contains(t, " "):
 			// blank lines, totals and ls -R's directory headers
 		case long:
@@ -557,27 +594,7 @@ func listText(o *output, level int) string {
 			entries = entries[:n]
 		}
 	}
-	if all == 0 {
-		return "empty"
-	}
-	count := ""
-	if all > len(entries) || all > 3 {
-		count = " (" + strconv.Itoa(all) + " entries)"
-	}
-	max := []int{16, 10, 0}[level]
-	if max == 0 {
-		if all <= 3 {
-			return clip(strings.Join(entries, " "), 60) // as short as a count
-		}
-		// The names are what a listing shows (is there a CMakeLists.txt, a
-		// build/?): the first ones and the count.
-		return clip(strings.Join(headLines(entries, 12), " "), 110) + count
-	}
-	t := strings.Join(headLines(entries, max), " ")
-	if len(entries) > max {
-		t += " …"
-	}
-	return clip(t, []int{220, 140}[level]) + count
+	return entries, all, cut
 }
 
 // buildArtifact reports a listing's entry that a build or an interpreter

@@ -1,6 +1,10 @@
 package brief
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 func TestListText(t *testing.T) {
 	for _, c := range []struct{ name, out, want string }{
@@ -11,10 +15,29 @@ func TestListText(t *testing.T) {
 			"__init__.py __pycache__/ _utils.c _utils.cpython-39-x86_64-linux-gnu.so* card.py",
 			"__init__.py _utils.c card.py (5 entries)"},
 		{"one per line", "a.py\nb.py\n", "a.py b.py"},
+		{"a shell prompt left at the end is no entry",
+			"/workspace:\r\nREADME.md\t  src\r\nindex.html\t  public\r\n\r\nroot@b365937733b2:/workspace # ",
+			"README.md src index.html public (4 entries)"},
+		{"a listing the harness cut is counted as more than it shows",
+			"<returncode>0</returncode>\n<warning>\nThe output of your last command was too long.\n</warning><output_head>\n.:\nREADME.rst\nsetup.py\n</output_head>\n<elided_chars>\n67261 characters elided\n</elided_chars>\n<output_tail>\n./tests:\ntest_a.py\ntest_b.py\n</output_tail>",
+			"README.rst setup.py (over 4 entries)"},
 	} {
-		o := readOutput(c.out, false)
+		o := readOutput(c.out, false, true)
 		if got := listText(&o, levelFull); got != c.want {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
+	}
+}
+
+// A listing longer than the lines an output keeps is counted whole.
+func TestListTextCountsTheWholeOutput(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(".:\nsrc\ntests\n\n./src:\n")
+	for i := range 400 {
+		fmt.Fprintf(&b, "mod%03d.py\n", i)
+	}
+	o := readOutput(b.String(), false, true)
+	if got, want := listText(&o, levelFull), "src tests (402 entries)"; got != want {
+		t.Errorf("listText = %q, want %q", got, want)
 	}
 }

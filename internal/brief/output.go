@@ -24,6 +24,10 @@ type output struct {
 	// innermost frame outside libraries).
 	errLine string
 	errAt   string
+	// listed counts a listing's entries over the whole output (lines
+	// keeps only its head and tail), and listCut says the harness cut it.
+	listed  int
+	listCut bool
 	// raisedBy is the test's own raise statement the error comes from,
 	// when the line pytest marks failing raises it ("raise ValueError(11)"
 	// above "E ValueError: 11"): a reproduction raising on purpose.
@@ -93,13 +97,18 @@ var (
 	// index", "pickling environment... done").
 	buildLogRe = regexp.MustCompile(`^(?:Running \S+ v?\d[\w.+/-]*$|\w+(?: \S+){0,4}\.\.\. ?(?:done|none found|\[ *\d+%\].*|\d+ added.*)?$|\w+ \[\w+\]: targets for .*)`)
 	warningRe  = regexp.MustCompile(`^\S+:\d+: [A-Z]\w*Warning: `)
-	elidedRe   = regexp.MustCompile(`<elided_chars>\s*(\d+) characters elided\s*</elided_chars>`)
+	// shellPromptRe matches a shell's prompt left at the end of an
+	// output ("root@b365937733b2:/workspace #").
+	shellPromptRe = regexp.MustCompile(`^[\w.-]+@[\w.-]+:\S* ?[#$]$`)
+	elidedRe      = regexp.MustCompile(`<elided_chars>\s*(\d+) characters elided\s*</elided_chars>`)
 )
 
 // readOutput reads a tool result's text. Warning lines are dropped unless
 // keepWarnings (the task is about a warning): elsewhere a deprecation
-// warning repeated by every run hides the output that matters.
-func readOutput(text string, keepWarnings bool) output {
+// warning repeated by every run hides the output that matters. listing
+// says the call lists files: its entries are counted before only the
+// head and tail of a long output are kept.
+func readOutput(text string, keepWarnings, listing bool) output {
 	var o output
 	if m := returnCodeRe.FindStringSubmatch(headOf(text, 200)); m != nil {
 		o.hasExit = true
@@ -150,6 +159,9 @@ func readOutput(text string, keepWarnings bool) output {
 		lines = htmlText(lines)
 	}
 	o.lines = keepLines(lines, maxKeptLines)
+	if listing && len(lines) > len(o.lines) {
+		_, o.listed, o.listCut = listEntries(lines) // counted before the cut
+	}
 	readErrors(&o, lines)
 	readTests(&o, lines)
 	if !o.empty && len(lines) <= shortMaxLines && len(body) <= shortMaxBytes {
@@ -325,7 +337,7 @@ func cleanOutput(text string, keepWarnings bool) string {
 			strings.HasPrefix(t, "[Python Interpreter:") || strings.HasPrefix(t, "[Command finished with exit code") ||
 			strings.HasPrefix(t, "[Jupyter current working directory:") || strings.HasPrefix(t, "[Jupyter Python interpreter:") ||
 			strings.HasPrefix(t, "[The command completed with exit code") || strings.HasPrefix(t, "[Current working directory:") ||
-			strings.HasPrefix(t, "(Interactive session:"):
+			strings.HasPrefix(t, "(Interactive session:") || shellPromptRe.MatchString(t):
 			continue
 		case strings.HasPrefix(t, "[x] ") || responseMarkRe.MatchString(t):
 			continue // pwntools' progress lines; SWE-agent's marks around a server's answer

@@ -272,7 +272,7 @@ func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *s
 	if result != nil {
 		text := result.Content.String()
 		f.outIDs = distinctIdents(text)
-		f.out = readOutput(text, keepWarnings)
+		f.out = readOutput(text, keepWarnings, f.call.kind == kindList)
 		if f.call.kind == kindLookup || f.call.kind == kindMutate || f.call.kind == kindOther && f.call.args != nil {
 			f.records = parseRecords(f.out.body, f.call.target)
 		}

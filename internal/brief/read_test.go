@@ -95,37 +95,37 @@ func TestClassifyCall(t *testing.T) {
 
 func TestReadOutput(t *testing.T) {
 	t.Run("traceback names the exception and the project frame", func(t *testing.T) {
-		o := readOutput("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"reproduce_issue.py\", line 55, in <module>\n    x()\n  File \"/usr/lib/python3.9/site-packages/django/db/utils.py\", line 84, in _execute\n    return y\ndjango.db.utils.OperationalError: no such table: __main___article\n</output>", false)
+		o := readOutput("<returncode>1</returncode>\n<output>\nTraceback (most recent call last):\n  File \"reproduce_issue.py\", line 55, in <module>\n    x()\n  File \"/usr/lib/python3.9/site-packages/django/db/utils.py\", line 84, in _execute\n    return y\ndjango.db.utils.OperationalError: no such table: __main___article\n</output>", false, false)
 		if !o.hasExit || o.exit != 1 || o.errLine != "django.db.utils.OperationalError: no such table: __main___article" || o.errAt != "reproduce_issue.py line 55 in <module>" {
 			t.Fatalf("%+v", o)
 		}
 	})
 	t.Run("a bare ERROR line takes the next", func(t *testing.T) {
-		o := readOutput("ERROR:\nInvalid `view_range` parameter: [100, 150]. Its second element `150` should be smaller than the number of lines in the file: `122`.", false)
+		o := readOutput("ERROR:\nInvalid `view_range` parameter: [100, 150]. Its second element `150` should be smaller than the number of lines in the file: `122`.", false, false)
 		if !strings.HasPrefix(o.errLine, "ERROR: Invalid `view_range` parameter") {
 			t.Fatalf("%q", o.errLine)
 		}
 	})
 	t.Run("pytest summary and failures", func(t *testing.T) {
-		o := readOutput("collected 3 items\n\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\nE   assert 1 == 2\n===== 1 failed, 2 passed in 0.12s =====", false)
+		o := readOutput("collected 3 items\n\nFAILED tests/test_a.py::test_x - AssertionError: 1 != 2\nE   assert 1 == 2\n===== 1 failed, 2 passed in 0.12s =====", false, false)
 		if o.tests != "1 failed, 2 passed" || o.testsOK || len(o.failed) == 0 || o.failed[0] != "tests/test_a.py::test_x" {
 			t.Fatalf("%+v", o)
 		}
 	})
 	t.Run("a pytest collection error is its E line, not its Traceback heading", func(t *testing.T) {
-		o := readOutput("==== ERRORS ====\n____ ERROR collecting testing/test_junitxml.py ____\nImportError while importing test module '/testbed/testing/test_junitxml.py'.\nHint: make sure your test modules/packages have valid Python names.\nTraceback:\ntesting/test_junitxml.py:8: in <module>\n    import xmlschema\nE   ModuleNotFoundError: No module named 'xmlschema'\n==== 1 error in 0.3s ====", false)
+		o := readOutput("==== ERRORS ====\n____ ERROR collecting testing/test_junitxml.py ____\nImportError while importing test module '/testbed/testing/test_junitxml.py'.\nHint: make sure your test modules/packages have valid Python names.\nTraceback:\ntesting/test_junitxml.py:8: in <module>\n    import xmlschema\nE   ModuleNotFoundError: No module named 'xmlschema'\n==== 1 error in 0.3s ====", false, false)
 		if o.errLine != "E ModuleNotFoundError: No module named 'xmlschema'" {
 			t.Fatalf("%q", o.errLine)
 		}
 	})
 	t.Run("unittest", func(t *testing.T) {
-		o := readOutput("...\n----------------------------------------------------------------------\nRan 5 tests in 0.010s\n\nOK", false)
+		o := readOutput("...\n----------------------------------------------------------------------\nRan 5 tests in 0.010s\n\nOK", false, false)
 		if o.tests != "ran 5 tests: OK" || !o.testsOK {
 			t.Fatalf("%+v", o)
 		}
 	})
 	t.Run("an interactive session's answer without the harness around it", func(t *testing.T) {
-		o := readOutput("[x] Opening connection to crypto.chal.csaw.io on port 1337\n[+] Opening connection to crypto.chal.csaw.io on port 1337: Done\n\n-------SERVER RESPONSE-------\n\n Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)\n\n-------END OF RESPONSE-------\n\n(Open file: /x/server.py)\n(Current directory: /x)\n(Interactive session: connect crypto.chal.csaw.io 1337)\nbash-$", false)
+		o := readOutput("[x] Opening connection to crypto.chal.csaw.io on port 1337\n[+] Opening connection to crypto.chal.csaw.io on port 1337: Done\n\n-------SERVER RESPONSE-------\n\n Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)\n\n-------END OF RESPONSE-------\n\n(Open file: /x/server.py)\n(Current directory: /x)\n(Interactive session: connect crypto.chal.csaw.io 1337)\nbash-$", false, false)
 		want := []string{"[+] Opening connection to crypto.chal.csaw.io on port 1337: Done", "Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)"}
 		var got []string
 		for _, l := range o.lines {
@@ -138,7 +138,7 @@ func TestReadOutput(t *testing.T) {
 		}
 	})
 	t.Run("curl progress and HTML boilerplate are stripped", func(t *testing.T) {
-		o := readOutput("  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n                                 Dload  Upload   Total   Spent    Left  Speed\n100   293  100   293    0     0  12993      0 --:--:-- --:--:-- --:--:-- 15421\n<!DOCTYPE html>\n<html><head><title>Perl File Upload</title></head><body><form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\"></form>\nYour name is test.</body></html>\n(Open file: n/a)\n(Current directory: /x)\nbash-$", false)
+		o := readOutput("  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n                                 Dload  Upload   Total   Spent    Left  Speed\n100   293  100   293    0     0  12993      0 --:--:-- --:--:-- --:--:-- 15421\n<!DOCTYPE html>\n<html><head><title>Perl File Upload</title></head><body><form method=\"post\" enctype=\"multipart/form-data\"><input type=\"file\" name=\"file\"></form>\nYour name is test.</body></html>\n(Open file: n/a)\n(Current directory: /x)\nbash-$", false, false)
 		if o.title != "Perl File Upload" || !slices.Equal(o.fields, []string{"file"}) {
 			t.Fatalf("%+v", o)
 		}
@@ -150,15 +150,15 @@ func TestReadOutput(t *testing.T) {
 	})
 	t.Run("warnings are noise unless the task is about them", func(t *testing.T) {
 		text := "/testbed/sympy/core/basic.py:3: DeprecationWarning: Using or importing the ABCs\n  from collections import Mapping\nf == s: True"
-		if o := readOutput(text, false); !slices.Equal(o.short, []string{"f == s: True"}) {
+		if o := readOutput(text, false, false); !slices.Equal(o.short, []string{"f == s: True"}) {
 			t.Fatalf("%q", o.short)
 		}
-		if o := readOutput(text, true); len(o.short) != 3 {
+		if o := readOutput(text, true, false); len(o.short) != 3 {
 			t.Fatalf("%q", o.short)
 		}
 	})
 	t.Run("editor header", func(t *testing.T) {
-		o := readOutput("[File: /repo/printenv.pl (5 lines total)]\n1:#!/usr/bin/perl\n2:print 1;\n", false)
+		o := readOutput("[File: /repo/printenv.pl (5 lines total)]\n1:#!/usr/bin/perl\n2:print 1;\n", false, false)
 		if o.file != "/repo/printenv.pl" || o.fileLines != 5 {
 			t.Fatalf("%+v", o)
 		}
