@@ -117,6 +117,17 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "every line a deletion's pattern matches is undone, those a substitution added too",
+			build: func(b *spanBuilder) {
+				b.bash("Debug it.", `sed -i 's/def makereport(item):/def makereport(item):\n    print(f"DEBUG: phase={item}")/' src/skipping.py`, rc(0, "")).
+					bash("And here.", `sed -i '12a\    print("DEBUG: xfailed")' src/skipping.py`, rc(0, "")).
+					bash("Remove the debug prints.", "sed -i '/DEBUG:/d' src/skipping.py", rc(0, ""))
+			},
+			budget:   900,
+			wanted:   []string{"inserted after line 12: `print(\"DEBUG: xfailed\")` [m0005] undone by [m0007]", "[m0003], inserted after line 12"},
+			unwanted: []string{"changed: src/skipping.py"},
+		},
+		{
 			name: "a no-op edit is called one",
 			build: func(b *spanBuilder) {
 				b.bash("Fix it.", "sed -i 's/foo/foo/' a.py", rc(0, ""))

@@ -1321,7 +1321,9 @@ func sedChange(scripts []string) (string, bool) {
 				noop = false
 			}
 			from, to = sedPattern.Replace(sedAnchors(from)), sedReplacement.Replace(to)
-			p := "`" + clip(from, 70) + "` → `" + clip(to, 70) + "`"
+			// Kept long: the line tells it cut for room (clipChange), and a
+			// later deletion of the lines it added is matched on it.
+			p := "`" + clip(from, 200) + "` → `" + clip(to, 200) + "`"
 			if anchors := "^$"; from != to && strings.Join(strings.Fields(strings.Trim(from, anchors)), " ") == strings.Join(strings.Fields(strings.Trim(to, anchors)), " ") {
 				// Shown on one line the two read alike: say what differs.
 				p += " (whitespace: indentation)"
@@ -1409,7 +1411,9 @@ func sedWhere(addr string) string {
 var (
 	sedPattern = strings.NewReplacer(`\[`, "[", `\]`, "]", `\.`, ".", `\*`, "*", `\$`, "$", `\^`, "^", `\/`, "/",
 		`\(`, "(", `\)`, ")", `\{`, "{", `\}`, "}", `\+`, "+", `\?`, "?", `\|`, "|", `\"`, `"`)
-	sedReplacement = strings.NewReplacer(`\/`, "/", `\&`, "&", `\"`, `"`, `\n`, " ⏎ ", `\t`, " ", `\[`, "[", `\]`, "]", `\.`, ".",
+	// In a replacement `\\n` is a backslash and an n, which code often
+	// wants ("f.write(f'…\\n')"), not a line break.
+	sedReplacement = strings.NewReplacer(`\\`, `\`, `\/`, "/", `\&`, "&", `\"`, `"`, `\n`, " ⏎ ", `\t`, " ", `\[`, "[", `\]`, "]", `\.`, ".",
 		`\*`, "*", `\$`, "$", `\^`, "^", `\(`, "(", `\)`, ")")
 )
 

@@ -100,29 +100,38 @@ type fileState struct {
 
 var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
 
-// inverseChange returns the index of the earlier change that what undoes
-// (the same place, from and to swapped), or -1.
-func inverseChange(changes []change, what string) int {
+// inverseChanges returns the indexes of the earlier changes that what
+// undoes, oldest first: the latest one at the same place with from and to
+// swapped, or every line inserted that a deletion's pattern matches (sed
+// '/DEBUG:/d' deletes each debug print added before it); nil for none.
+func inverseChanges(changes []change, what string) []int {
 	if d := deletedMatchRe.FindStringSubmatch(what); d != nil {
-		// "deleted the line matching `DEBUG: x=`" after "inserted before
-		// line 521: `print(f"DEBUG: x={x}")`": the debug line is gone again.
-		for i := len(changes) - 1; i >= 0; i-- {
-			if in := insertedLineRe.FindStringSubmatch(changes[i].what); in != nil && strings.Contains(in[1], d[1]) {
-				return i
+		var out []int
+		for i, c := range changes {
+			if in := insertedLineRe.FindStringSubmatch(c.what); in != nil && strings.Contains(in[1], d[1]) {
+				out = append(out, i)
+				continue
+			}
+			// s/def f():/def f():\n    print("DEBUG: …")/ added lines
+			// after a line it kept: they go with the pattern too.
+			if c := substitutionRe.FindStringSubmatch(c.what); c != nil && c[1] == "" && c[2] != "" && !strings.Contains(c[2], d[1]) {
+				if added, ok := strings.CutPrefix(c[3], c[2]+" ⏎ "); ok && strings.Contains(added, d[1]) {
+					out = append(out, i)
+				}
 			}
 		}
-		return -1
+		return out
 	}
 	m := substitutionRe.FindStringSubmatch(what)
 	if m == nil {
-		return -1
+		return nil
 	}
 	for i := len(changes) - 1; i >= 0; i-- {
 		if c := substitutionRe.FindStringSubmatch(changes[i].what); c != nil && c[1] == m[1] && c[2] == m[3] && c[3] == m[2] {
-			return i
+			return []int{i}
 		}
 	}
-	return -1
+	return nil
 }
 
 // insertedLineRe and deletedMatchRe read a one-line insertion and the
@@ -1113,10 +1122,15 @@ func (m *model) fileOp(s *step, op fileOp) {
 		if s.failed && !runAfter(s, op) {
 			return
 		}
-		if i := inverseChange(f.changes, op.what); i >= 0 {
+		if is := inverseChanges(f.changes, op.what); len(is) > 0 {
 			// s/"auth"/auth/ after s/auth/"auth"/: the file is as it was.
-			f.undone = append(f.undone, undo{id: s.id(), what: "the reverse edit", changes: []change{f.changes[i]}})
-			f.changes = slices.Delete(f.changes, i, i+1)
+			u := undo{id: s.id(), what: "the reverse edit"}
+			for k := len(is) - 1; k >= 0; k-- {
+				u.changes = append(u.changes, f.changes[is[k]])
+				f.changes = slices.Delete(f.changes, is[k], is[k]+1)
+			}
+			slices.Reverse(u.changes)
+			f.undone = append(f.undone, u)
 			f.content = ""
 			return
 		}

@@ -51,7 +51,10 @@ func TestClassifyCall(t *testing.T) {
 		{"sed edit at a line", "bash", `{"command":"sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py"}`,
 			kindEdit, "django/db/models/fields/related.py", "line 917: `_default_manager` → `_base_manager`", false},
 		{"sed edit that puts lines", "bash", `{"command":"sed -i 's/^import collections$/import collections\\ntry:\\n    from collections.abc import Callable\\nexcept ImportError:\\n    pass/' requests/models.py"}`,
-			kindEdit, "requests/models.py", "`import collections` → `import collections ⏎ try: ⏎ from collections.abc import Callable…`", false},
+			kindEdit, "requests/models.py", "`import collections` → `import collections ⏎ try: ⏎ from collections.abc import Callable ⏎ except ImportError: ⏎ pass`", false},
+		// mini-swe-agent-40: `\\n` in a replacement writes a backslash and an n.
+		{"sed replacement with an escaped backslash", "bash", `{"command":"sed -i 's/name}\")/name}\\\\n\")/' a.py"}`,
+			kindEdit, "a.py", "`name}\")` → `name}\\n\")`", false},
 		{"sed no-op", "bash", `{"command":"sed -i 's/x/x/' a.py"}`, kindEdit, "a.py", "`x` → `x`", true},
 		// mini-swe-agent-23: the pattern's escapes are a regexp's, not the code's.
 		{"sed edit with escapes", "bash", `{"command":"sed -i \"209s/mpl.rcParams\\\\['text.antialiased'\\\\]/gc.get_antialiased()/\" lib/matplotlib/backends/backend_agg.py"}`,
