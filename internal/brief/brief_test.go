@@ -128,15 +128,15 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"changed: src/skipping.py"},
 		},
 		{
-			name: "an output of a few lines is told whole and in order at full detail",
+			name: "lines picked from an output keep its order, a label with the line it heads, none repeated",
 			build: func(b *spanBuilder) {
 				b.bash("Run it.", "python3 reproduce_issue_v2.py", rc(0, "Testing empty string:\nCaught expected ValueError: 'name' may not be empty.\n\nTesting None:\n"+
 					"Caught expected ValueError: 'name' may not be empty.\n\nTesting valid name:\nBlueprint created with valid name\n")).
 					say("Both empty string and `None` trigger the `ValueError`, which is good.")
 			},
 			budget: 900,
-			wanted: []string{"→ Testing empty string: Caught expected ValueError: 'name' may not be empty. | Testing None: Caught expected ValueError: 'name' may not be empty. | " +
-				"Testing valid name: Blueprint created with valid name"},
+			wanted: []string{"→ Testing empty string: Caught expected ValueError: 'name' may not be empty. … Testing None: Caught expected ValueError: 'name' may not be empty. … " +
+				"Blueprint created with valid name (8 lines)"},
 		},
 		{
 			name: "a no-op edit is called one",

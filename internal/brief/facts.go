@@ -597,30 +597,6 @@ func listEntries(lines []string) (entries []string, all int, cut bool) {
 	return entries, all, cut
 }
 
-// fewLines joins an output's meaningful lines with " | " (a label ending
-// in ":" with the line after it) when there are at most n of them in at
-// most size bytes, else "".
-func fewLines(lines []string, n, size int) string {
-	var out []string
-	total := 0
-	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		if t == "" || progressLine(l) {
-			continue
-		}
-		if t == "[…]" || len(out) == n || total+len(t) > size {
-			return ""
-		}
-		if k := len(out) - 1; k >= 0 && strings.HasSuffix(out[k], ":") {
-			out[k] += " " + t // a label and the line it heads
-		} else {
-			out = append(out, t)
-		}
-		total += len(t)
-	}
-	return strings.Join(out, " | ")
-}
-
 // buildArtifact reports a listing's entry that a build or an interpreter
 // made: __pycache__, compiled modules and objects.
 func buildArtifact(name string) bool {
@@ -647,14 +623,6 @@ func outputText(s *step, level int) string {
 		// A short output is the result: kept whole unless the budget is
 		// at its tightest.
 		return clip(strings.Join(o.short, " | "), []int{400, 300, 120}[level])
-	}
-	if level == levelFull && s.prevRun == nil {
-		// A few lines more than a short output: whole at full detail,
-		// in their order (picked lines of "Testing None: … Caught
-		// expected ValueError" lost which line followed which).
-		if t := fewLines(o.lines, 10, 500); t != "" {
-			return t
-		}
 	}
 	first := firstMeaningful(o.lines)
 	elided := false // lines before first are left out
@@ -710,12 +678,33 @@ func outputText(s *step, level int) string {
 	}
 	parts := []string{clip(first, 140)}
 	if level == levelFull {
+		// The lines the agent referred to, in the output's order; one
+		// the first line already holds is not repeated, and a label
+		// ("Testing None:") comes with the line it heads.
+		type at struct {
+			i    int
+			text string
+		}
+		var picked []at
 		for _, l := range salient(s, 3) {
-			if l != clip(first, 140) {
-				parts = append(parts, l)
+			if l == clip(first, 140) || strings.Contains(first, l) {
+				continue
+			}
+			i := slices.IndexFunc(o.lines, func(x string) bool { return strings.TrimSpace(x) == l })
+			if i >= 0 && strings.HasSuffix(l, ":") {
+				if next := firstMeaningful(o.lines[i+1:]); next != "" {
+					l += " " + next
+				}
+			}
+			picked = append(picked, at{i, l})
+		}
+		slices.SortStableFunc(picked, func(a, b at) int { return a.i - b.i })
+		for _, p := range picked {
+			if !strings.Contains(parts[len(parts)-1], p.text) { // the line a label before it headed
+				parts = append(parts, p.text)
 			}
 		}
-		if last := lastMeaningful(o.lines); last != "" && last != raw && len(parts) < 4 {
+		if last := lastMeaningful(o.lines); last != "" && last != raw && len(parts) < 4 && !strings.Contains(strings.Join(parts, " "), last) {
 			parts = append(parts, clip(last, 140))
 		}
 	}
