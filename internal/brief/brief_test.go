@@ -873,7 +873,7 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"Multiple occurrences"},
 		},
 		{
-			name: "a refused edit after one that landed is told as tried after that change, not as the file's last edit",
+			name: "a refused edit after one that landed is told as after that change, not as the file's last edit",
 			build: func(b *spanBuilder) {
 				b.step("Insert the fix.", "str_replace_editor", `{"command": "insert", "path": "/w/src/match.c", "insert_line": 3, "new_str": "x = 1;"}`,
 					"The file /w/src/match.c has been edited.").
@@ -881,7 +881,7 @@ func TestHandOffRules(t *testing.T) {
 						"ERROR:\nNo replacement was performed, old_str `case A:` did not appear verbatim in /w/src/match.c.")
 			},
 			budget:   900,
-			wanted:   []string{"- changed: /w/src/match.c", "- the edit of /w/src/match.c tried after its last change [m0003] was not made: "},
+			wanted:   []string{"- changed: /w/src/match.c\n", "- an edit of /w/src/match.c after its change [m0003] was refused: "},
 			unwanted: []string{"the last edit of /w/src/match.c"},
 		},
 		{

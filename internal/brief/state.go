@@ -90,7 +90,7 @@ func (m *model) stateLines() []string {
 			t = "the last edit of " + shortPath(f) + " was not made: " + clip(failing.line, 100) + " [" + failing.ids[len(failing.ids)-1] + "]"
 			if fs := m.knownFile(f); fs != nil && len(fs.changes) > 0 && m.stepAt(fs.changes[len(fs.changes)-1].id) < failing.n {
 				// "changed: F" above is an earlier edit that landed.
-				t = "the edit of " + shortPath(f) + " tried after its last change [" + fs.changes[len(fs.changes)-1].id + "] was not made: " +
+				t = "an edit of " + shortPath(f) + " after its change [" + fs.changes[len(fs.changes)-1].id + "] was refused: " +
 					clip(failing.line, 100) + " [" + failing.ids[len(failing.ids)-1] + "]"
 			}
 		}
