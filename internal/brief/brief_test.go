@@ -139,6 +139,19 @@ func TestHandOffRules(t *testing.T) {
 				"Blueprint created with valid name (8 lines)"},
 		},
 		{
+			name: "a pass that a later syntax error shows hollow is not told as the fix",
+			build: func(b *spanBuilder) {
+				b.bash("Reproduce.", "python3 reproduce_issue.py", rc(1, "Running: pylint --recursive=y .\nFAIL: .a/foo.py was linted")).
+					bash("Patch pylinter.", "sed -i 's/def _discover_files(self, files):/def _discover_files(self, files)/' pylint/lint/pylinter.py", rc(0, "")).
+					bash("Check.", "python3 reproduce_issue.py", rc(0, "Running: pylint --recursive=y .\nPASS: .a/foo.py was ignored")).
+					bash("Run pylint itself.", "pylint --recursive=y .", rc(1, "Traceback (most recent call last):\n  File \"/testbed/pylint/lint/__init__.py\", line 22, in <module>\n"+
+						"    from pylint.lint.pylinter import PyLinter\n  File \"/testbed/pylint/lint/pylinter.py\", line 610\n    def _discover_files(self, files)\n                                   ^\nSyntaxError: invalid syntax"))
+			},
+			budget:   900,
+			wanted:   []string{"seemed resolved [m0007], but pylint/lint/pylinter.py did not load then [m0009]"},
+			unwanted: []string{"resolved [m0007] after changing"},
+		},
+		{
 			name: "a no-op edit is called one",
 			build: func(b *spanBuilder) {
 				b.bash("Fix it.", "sed -i 's/foo/foo/' a.py", rc(0, ""))

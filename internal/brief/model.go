@@ -1423,6 +1423,55 @@ func (m *model) fixedWhereRaised(e *errState, s *step, line string) bool {
 	return false
 }
 
+// hollowPass returns the later error that shows the run resolving e did
+// not load the code it stood for: a syntax error raised in a file that
+// changed before that run and not again until the error, by a program the
+// run named (in its line or its output). "python3 reproduce_issue.py"
+// printed PASS because the pylint it ran crashed on the pylinter.py that
+// update_pylinter.py had broken, as "pylint ." showed two calls later.
+func (m *model) hollowPass(e *errState) *errState {
+	r := e.resolvedBy
+	if r == nil {
+		return nil
+	}
+	for _, x := range m.errors {
+		if x == e || x.at == "" || len(x.ids) == 0 || !syntaxErrorRe.MatchString(x.line) {
+			continue
+		}
+		first := m.stepAt(x.ids[0])
+		if first <= r.n || first >= len(m.steps) {
+			continue
+		}
+		prog, rest, _ := strings.Cut(m.steps[first].f.call.lastHead, " ")
+		if prog == "python" || prog == "python3" {
+			prog = rest // the script it ran
+		}
+		if prog == "" || !strings.Contains(r.f.call.label, prog) && !strings.Contains(r.f.out.body, prog) {
+			continue
+		}
+		where, _, _ := strings.Cut(x.at, " line ")
+		f := m.knownFile(where)
+		if f == nil {
+			continue
+		}
+		before, between := false, false
+		for _, c := range f.changes {
+			switch n := m.stepAt(c.id); {
+			case n < r.n:
+				before = true
+			case n < first:
+				between = true
+			}
+		}
+		if before && !between {
+			return x
+		}
+	}
+	return nil
+}
+
+var syntaxErrorRe = regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError)\b`)
+
 // passedSince reports a run of the same tests as e's that fails on other
 // tests only: the tests e failed on ran and passed ("test_pkgfile" failed,
 // then the same file's run fails on test_collect_sub_with_symlinks).

@@ -1167,6 +1167,18 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			status = "resolved [" + e.resolved + "] " + e.fix
 			p -= 1 // what fixed it saves trying the same again
 		}
+		hollow := ""
+		if !e.open() {
+			if x := m.hollowPass(e); x != nil {
+				where, _, _ := strings.Cut(x.at, " line ")
+				if f := m.knownFile(where); f != nil {
+					where = f.name()
+				}
+				hollow = "seemed resolved [" + e.resolved + "], but " + where + " did not load then [" + x.ids[0] + "]"
+				status = hollow + ": " + clip(x.line, 60)
+				p += 1
+			}
+		}
 		where := ""
 		if e.at != "" {
 			where = " (at " + e.at + ")"
@@ -1201,7 +1213,10 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			case e.unrelated():
 				short = "unresolved, judged unrelated to the change [" + e.lastFailed.lastID() + "]"
 			}
-			if !e.open() {
+			switch {
+			case hollow != "":
+				short = hollow
+			case !e.open():
 				short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
 			}
 			t[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
