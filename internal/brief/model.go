@@ -1424,33 +1424,26 @@ func (m *model) fixedWhereRaised(e *errState, s *step, line string) bool {
 }
 
 // hollowPass returns the later error that shows the run resolving e did
-// not load the code it stood for: a syntax error raised in a file that
-// changed before that run and not again until the error, by a program the
-// run named (in its line or its output). "python3 reproduce_issue.py"
-// printed PASS because the pylint it ran crashed on the pylinter.py that
-// update_pylinter.py had broken, as "pylint ." showed two calls later.
-func (m *model) hollowPass(e *errState) *errState {
+// not load the code it stood for: a syntax error raised, within the next
+// hollowWindow steps, in a file that changed before that run and not
+// again until the error, by a program the run named (in its line or its
+// output). "python3 reproduce_issue.py" printed PASS because the pylint
+// it ran crashed on the pylinter.py that update_pylinter.py had broken,
+// as "pylint ." showed two calls later.
+func (m *model) hollowPass(e *errState, syntax []syntaxError) *errState {
 	r := e.resolvedBy
 	if r == nil {
 		return nil
 	}
-	for _, x := range m.errors {
-		if x == e || x.at == "" || len(x.ids) == 0 || !syntaxErrorRe.MatchString(x.line) {
+	k, _ := slices.BinarySearchFunc(syntax, r.n+1, func(x syntaxError, n int) int { return x.first - n })
+	for _, x := range syntax[k:] {
+		if x.first > r.n+hollowWindow {
+			break
+		}
+		if x.err == e || !strings.Contains(r.f.call.label, x.prog) && !strings.Contains(r.f.out.body, x.prog) {
 			continue
 		}
-		first := m.stepAt(x.ids[0])
-		if first <= r.n || first >= len(m.steps) {
-			continue
-		}
-		prog, rest, _ := strings.Cut(m.steps[first].f.call.lastHead, " ")
-		if prog == "python" || prog == "python3" {
-			prog = rest // the script it ran
-		}
-		if prog == "" || !strings.Contains(r.f.call.label, prog) && !strings.Contains(r.f.out.body, prog) {
-			continue
-		}
-		where, _, _ := strings.Cut(x.at, " line ")
-		f := m.knownFile(where)
+		f := m.knownFile(x.where)
 		if f == nil {
 			continue
 		}
@@ -1459,18 +1452,53 @@ func (m *model) hollowPass(e *errState) *errState {
 			switch n := m.stepAt(c.id); {
 			case n < r.n:
 				before = true
-			case n < first:
+			case n < x.first:
 				between = true
 			}
 		}
 		if before && !between {
-			return x
+			return x.err
 		}
 	}
 	return nil
 }
 
-var syntaxErrorRe = regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError)\b`)
+// hollowWindow is how many steps after a pass a syntax error may show it
+// hollow: the agent runs the program itself soon, or the pass stood.
+const hollowWindow = 12
+
+// syntaxError is an error a program raised before it ran: where it was
+// first seen, the program that raised it, and the file it was raised in.
+type syntaxError struct {
+	err         *errState
+	first       int
+	prog, where string
+}
+
+// syntaxErrors are the span's syntax errors, by their first step.
+func (m *model) syntaxErrors() []syntaxError {
+	var out []syntaxError
+	for _, x := range m.errors {
+		if x.at == "" || len(x.ids) == 0 || !strings.Contains(x.line, "SyntaxError") && !strings.Contains(x.line, "IndentationError") && !strings.Contains(x.line, "TabError") {
+			continue
+		}
+		first := m.stepAt(x.ids[0])
+		if first >= len(m.steps) {
+			continue
+		}
+		prog, rest, _ := strings.Cut(m.steps[first].f.call.lastHead, " ")
+		if prog == "python" || prog == "python3" {
+			prog = rest // the script it ran
+		}
+		if prog == "" {
+			continue
+		}
+		where, _, _ := strings.Cut(x.at, " line ")
+		out = append(out, syntaxError{err: x, first: first, prog: prog, where: where})
+	}
+	slices.SortStableFunc(out, func(a, b syntaxError) int { return a.first - b.first })
+	return out
+}
 
 // passedSince reports a run of the same tests as e's that fails on other
 // tests only: the tests e failed on ran and passed ("test_pkgfile" failed,

@@ -1129,6 +1129,7 @@ func stepIdents(s *step) []string {
 // resolved it (or that nothing has yet).
 func (l *layout) buildErrors(recency func(int) float64) {
 	m := l.m
+	syntax := m.syntaxErrors()
 	for k, e := range m.errors {
 		// The open refusals of edits of one file are one line: the newest,
 		// with every refusal's id. Each told alone repeats what NEXT and
@@ -1169,7 +1170,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		}
 		hollow := ""
 		if !e.open() {
-			if x := m.hollowPass(e); x != nil {
+			if x := m.hollowPass(e, syntax); x != nil {
 				where, _, _ := strings.Cut(x.at, " line ")
 				if f := m.knownFile(where); f != nil {
 					where = f.name()
