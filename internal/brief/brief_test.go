@@ -152,6 +152,28 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"resolved [m0007] after changing"},
 		},
 		{
+			name: "a pass is not called hollow by a syntax error of a program it did not run",
+			build: func(b *spanBuilder) {
+				b.bash("Reproduce.", "python3 test_reproduce.py", rc(1, "FAIL: x")).
+					bash("Patch.", "sed -i 's/a = 1/a = 2/' helper.py", rc(0, "")).
+					bash("Check.", "python3 test_reproduce.py", rc(0, "PASS: x")).
+					bash("Run the other script.", "python3 reproduce.py", rc(1, "Traceback (most recent call last):\n  File \"/testbed/reproduce.py\", line 1, in <module>\n"+
+						"    import helper\n  File \"/testbed/helper.py\", line 3\n    def f(\n         ^\nSyntaxError: invalid syntax"))
+			},
+			budget:   900,
+			wanted:   []string{"[m0003]: resolved [m0007]"},
+			unwanted: []string{"seemed resolved"},
+		},
+		{
+			name: "a sentence that calls the code wrong is no retraction",
+			build: func(b *spanBuilder) {
+				b.bash("The root cause is in `_parse_value`, because it strips the sign before it checks for an empty string. "+
+					"That's wrong for empty strings, so I will guard it.", "sed -i 's/x/y/' parse.py", rc(0, ""))
+			},
+			budget: 900,
+			wanted: []string{"The root cause is in `_parse_value`"},
+		},
+		{
 			name: "a no-op edit is called one",
 			build: func(b *spanBuilder) {
 				b.bash("Fix it.", "sed -i 's/foo/foo/' a.py", rc(0, ""))
@@ -735,6 +757,18 @@ func TestHandOffRules(t *testing.T) {
 			budget:   900,
 			wanted:   []string{"E ValueError: 11 [m0003]: raised on purpose by the test's own `raise ValueError(11)`"},
 			unwanted: []string{"still failing"},
+		},
+		{
+			name: "an exception the code under test raises is an open fault, though pytest marks its raise",
+			build: func(b *spanBuilder) {
+				out := "collected 1 item\n\ntests/test_parse.py F\n\n=== FAILURES ===\n___ test_parse ___\n\n    def test_parse():\n>       parse('')\n\n" +
+					"tests/test_parse.py:4: \n\n    def parse(s):\n        if not s:\n>           raise ValueError('empty')\nE           ValueError: empty\n\nsrc/pkg/parser.py:12: ValueError\n" +
+					"=== short test summary info ===\nFAILED tests/test_parse.py::test_parse - ValueError: empty\n=== 1 failed in 0.05s ==="
+				b.bash("Run the tests.", "pytest tests/test_parse.py", rc(1, out))
+			},
+			budget:   900,
+			wanted:   []string{"E ValueError: empty [m0003]: unresolved"},
+			unwanted: []string{"on purpose"},
 		},
 		{
 			name: "a small file read whole keeps its content",

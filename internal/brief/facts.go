@@ -698,8 +698,7 @@ func outputText(s *step, level int) string {
 			}
 			picked = append(picked, at{i, l})
 		}
-		slices.SortStableFunc(picked, func(a, b at) int { return a.i - b.i })
-		for _, p := range picked {
+		for _, p := range picked { // salient keeps the output's order
 			if !strings.Contains(parts[len(parts)-1], p.text) { // the line a label before it headed
 				parts = append(parts, p.text)
 			}

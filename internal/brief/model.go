@@ -1122,6 +1122,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		if s.failed && !runAfter(s, op) {
 			return
 		}
+		f.effect = "" // an edited script no longer writes what its text said
 		if is := inverseChanges(f.changes, op.what); len(is) > 0 {
 			// s/"auth"/auth/ after s/auth/"auth"/: the file is as it was.
 			u := undo{id: s.id(), what: "the reverse edit"}
@@ -1134,7 +1135,11 @@ func (m *model) fileOp(s *step, op fileOp) {
 			f.content = ""
 			return
 		}
-		f.changes = append(f.changes, change{id: s.id(), what: withAnchorText(op.what, s.f.out.lines), noop: op.noop})
+		what := op.what
+		if s.f.out.file != "" { // an editor's echo of the edited file
+			what = withAnchorText(what, s.f.out.lines)
+		}
+		f.changes = append(f.changes, change{id: s.id(), what: what, noop: op.noop})
 		f.content = "" // the outline of the text written stays: an edit changes a part
 		if o := &s.f.out; o.file != "" && o.fileLines > 0 && o.fileLines <= smallFileLines {
 			f.content = editorContent(o.lines)
@@ -1440,7 +1445,7 @@ func (m *model) hollowPass(e *errState, syntax []syntaxError) *errState {
 		if x.first > r.n+hollowWindow {
 			break
 		}
-		if x.err == e || !strings.Contains(r.f.call.label, x.prog) && !strings.Contains(r.f.out.body, x.prog) {
+		if x.err == e || !namesProgram(r.f.call.label, x.prog) && !namesProgram(r.f.out.body, x.prog) {
 			continue
 		}
 		f := m.knownFile(x.where)
@@ -1461,6 +1466,24 @@ func (m *model) hollowPass(e *errState, syntax []syntaxError) *errState {
 		}
 	}
 	return nil
+}
+
+// namesProgram reports whether t names program prog as a word of its own
+// ("pylint --recursive=y ." names pylint; "test_reproduce.py" does not
+// name reproduce.py).
+func namesProgram(t, prog string) bool {
+	for off := 0; ; {
+		i := strings.Index(t[off:], prog)
+		if i < 0 {
+			return false
+		}
+		i += off
+		end := i + len(prog)
+		if (i == 0 || strings.IndexByte(" \t\n/'\"`", t[i-1]) >= 0) && (end == len(t) || strings.IndexByte(" \t\n'\"`:", t[end]) >= 0) {
+			return true
+		}
+		off = i + 1
+	}
 }
 
 // hollowWindow is how many steps after a pass a syntax error may show it
@@ -1486,7 +1509,7 @@ func (m *model) syntaxErrors() []syntaxError {
 		if first >= len(m.steps) {
 			continue
 		}
-		prog, rest, _ := strings.Cut(m.steps[first].f.call.lastHead, " ")
+		prog, rest, _ := strings.Cut(x.lastHead, " ")
 		if prog == "python" || prog == "python3" {
 			prog = rest // the script it ran
 		}

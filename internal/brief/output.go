@@ -97,11 +97,17 @@ var (
 	// index", "pickling environment... done").
 	buildLogRe = regexp.MustCompile(`^(?:Running \S+ v?\d[\w.+/-]*$|\w+(?: \S+){0,4}\.\.\. ?(?:done|none found|\[ *\d+%\].*|\d+ added.*)?$|\w+ \[\w+\]: targets for .*)`)
 	warningRe  = regexp.MustCompile(`^\S+:\d+: [A-Z]\w*Warning: `)
-	// shellPromptRe matches a shell's prompt left at the end of an
-	// output ("root@b365937733b2:/workspace #").
+	// shellPromptRe matches a shell's prompt left in an output
+	// ("root@b365937733b2:/workspace #").
 	shellPromptRe = regexp.MustCompile(`^[\w.-]+@[\w.-]+:\S* ?[#$]$`)
 	elidedRe      = regexp.MustCompile(`<elided_chars>\s*(\d+) characters elided\s*</elided_chars>`)
 )
+
+// shellPrompt reports a shell's prompt line; the regexp runs only on
+// lines that end as one.
+func shellPrompt(t string) bool {
+	return (strings.HasSuffix(t, "#") || strings.HasSuffix(t, "$")) && strings.IndexByte(t, '@') > 0 && shellPromptRe.MatchString(t)
+}
 
 // readOutput reads a tool result's text. Warning lines are dropped unless
 // keepWarnings (the task is about a warning): elsewhere a deprecation
@@ -159,7 +165,7 @@ func readOutput(text string, keepWarnings, listing bool) output {
 		lines = htmlText(lines)
 	}
 	o.lines = keepLines(lines, maxKeptLines)
-	if listing && len(lines) > len(o.lines) {
+	if listing && len(lines) > maxKeptLines {
 		_, o.listed, o.listCut = listEntries(lines) // counted before the cut
 	}
 	readErrors(&o, lines)
@@ -337,7 +343,7 @@ func cleanOutput(text string, keepWarnings bool) string {
 			strings.HasPrefix(t, "[Python Interpreter:") || strings.HasPrefix(t, "[Command finished with exit code") ||
 			strings.HasPrefix(t, "[Jupyter current working directory:") || strings.HasPrefix(t, "[Jupyter Python interpreter:") ||
 			strings.HasPrefix(t, "[The command completed with exit code") || strings.HasPrefix(t, "[Current working directory:") ||
-			strings.HasPrefix(t, "(Interactive session:") || shellPromptRe.MatchString(t):
+			strings.HasPrefix(t, "(Interactive session:") || shellPrompt(t):
 			continue
 		case strings.HasPrefix(t, "[x] ") || responseMarkRe.MatchString(t):
 			continue // pwntools' progress lines; SWE-agent's marks around a server's answer
@@ -448,7 +454,7 @@ func readErrors(o *output, lines []string) {
 			continue // a warning is not the error
 		}
 		if inTrace && (exceptionRe.MatchString(t) || lastFrame != "" && l == t && traceEndRe.MatchString(t)) {
-			o.errLine = clip(t, 220)
+			o.errLine, o.raisedBy = clip(t, 220), ""
 			if handling {
 				o.errLine += " (raised while handling " + clip(handled, 130) + ")"
 				handling = false
@@ -472,13 +478,13 @@ func readErrors(o *output, lines []string) {
 					break
 				}
 			}
-			o.errLine = clip("edit rejected: new syntax error(s)"+where, 200)
+			o.errLine, o.raisedBy = clip("edit rejected: new syntax error(s)"+where, 200), ""
 			continue
 		}
 		if t == "ERROR:" || t == "Error:" || t == "error:" {
 			for k, n := range probe[i+1:] {
 				if n = strings.TrimSpace(n); n != "" {
-					o.errLine = clip(t+" "+closeQuote(n, probe[i+2+k:]), 240)
+					o.errLine, o.raisedBy = clip(t+" "+closeQuote(n, probe[i+2+k:]), 240), ""
 					break
 				}
 			}
@@ -489,7 +495,7 @@ func readErrors(o *output, lines []string) {
 		}
 		if errorLineRe.MatchString(t) || exceptionRe.MatchString(t) && strings.Contains(t, ":") {
 			o.errLine = clip(t, 220)
-			o.raisedBy = raisedAbove(probe[:i], t)
+			o.raisedBy = raisedByTest(probe, i)
 		}
 	}
 	if o.errLine != "" {
@@ -499,31 +505,60 @@ func readErrors(o *output, lines []string) {
 	}
 }
 
-// raisedAbove returns the raise statement of pytest's marked line right
-// above an "E Type: message" line when it raises that Type, else "".
-func raisedAbove(before []string, errLine string) string {
+// raisedByTest returns the raise statement of pytest's marked line right
+// above the "E Type: message" line lines[i] when it raises that Type in
+// a test file of the run (the "path:6: Type" line after the E block names
+// a file the run reports tests of: "reproduce_issue.py F", "FAILED
+// reproduce_issue.py::test_x"), else "". A library's raise, marked the
+// same way in its own frame, is a fault of the code under test.
+func raisedByTest(lines []string, i int) string {
+	errLine := strings.TrimSpace(lines[i])
 	name, _, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(errLine, "E ")), ":")
 	if !ok || !strings.HasPrefix(errLine, "E ") {
 		return ""
 	}
 	name = name[strings.LastIndexByte(name, '.')+1:]
-	for k := len(before) - 1; k >= 0; k-- {
-		t := strings.TrimSpace(before[k])
+	stmt := ""
+	for k := i - 1; k >= 0; k-- {
+		t := strings.TrimSpace(lines[k])
 		if t == "" {
 			continue
 		}
-		rest, ok := strings.CutPrefix(t, ">")
-		if !ok {
+		if rest, ok := strings.CutPrefix(t, ">"); ok {
+			s := strings.TrimSpace(rest)
+			if r, ok := strings.CutPrefix(s, "raise "+name); ok && (r == "" || r[0] == '(' || r[0] == ' ') {
+				stmt = s
+			}
+		}
+		break
+	}
+	if stmt == "" {
+		return ""
+	}
+	for _, l := range lines[i+1:] {
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "E ") {
+			continue
+		}
+		m := raisedAtRe.FindStringSubmatch(t)
+		if m == nil || m[2] != name {
 			return ""
 		}
-		stmt := strings.TrimSpace(rest)
-		if r, ok := strings.CutPrefix(stmt, "raise "+name); ok && (r == "" || r[0] == '(' || r[0] == ' ') {
-			return stmt
+		for _, x := range lines {
+			x = strings.TrimSpace(x)
+			if strings.HasPrefix(x, m[1]+" ") && strings.Trim(strings.Fields(x)[1], ".FEsxX") == "" ||
+				strings.HasPrefix(x, "FAILED "+m[1]+"::") || strings.HasPrefix(x, m[1]+"::") {
+				return stmt
+			}
 		}
 		return ""
 	}
 	return ""
 }
+
+// raisedAtRe matches pytest's line after a failure's E block: where the
+// exception was raised ("reproduce_issue.py:6: ValueError").
+var raisedAtRe = regexp.MustCompile(`^(\S+\.py):\d+: (\w+)$`)
 
 var (
 	pytestSummaryRe = regexp.MustCompile(`^=+ (.*\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b.*?) (?:in [\d.]+s.*)?=+$`)

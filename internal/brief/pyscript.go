@@ -1,8 +1,12 @@
 package brief
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/briefd/briefd/internal/ident"
 )
 
 // What a Python script an agent wrote does to the file it rewrites, read
@@ -110,7 +114,29 @@ var pyLookupCalls = []string{"startswith(", "endswith(", "find(", "rfind(", "ind
 // lines)"). "" when its literals show neither.
 func scriptEffect(code string) string {
 	lits := pyLiterals(code)
+	// Literals assigned to a name (old_code = """…""") that a replace
+	// takes as its arguments, content.replace(old_code, new_code), are
+	// its pair; other assigned names are read as the literal is.
+	byName := map[string]int{} // name -> its first literal
+	for k, l := range lits {
+		if m := pyAssignedRe.FindStringSubmatch(code[max(0, l.start-40):l.start]); m != nil {
+			if _, ok := byName[m[1]]; !ok {
+				byName[m[1]] = k
+			}
+		}
+	}
 	var pairs [][2]string
+	paired := map[int]bool{}
+	for _, m := range pyReplaceNamesRe.FindAllStringSubmatch(code, -1) {
+		a, okA := byName[m[1]]
+		b, okB := byName[m[2]]
+		if okA && okB {
+			paired[a], paired[b] = true, true
+			if lits[a].val != lits[b].val {
+				pairs = append(pairs, [2]string{lits[a].val, lits[b].val})
+			}
+		}
+	}
 	var written []string
 	for k := 0; k < len(lits); k++ {
 		l := lits[k]
@@ -124,7 +150,7 @@ func scriptEffect(code string) string {
 			k++
 			continue
 		}
-		if pyLookup(before, after) {
+		if paired[k] || pyLookup(before, after) || pathLike(l.val) {
 			continue
 		}
 		written = append(written, l.val)
@@ -196,9 +222,10 @@ func clipScriptRun(body string, limit int) (string, bool) {
 			if room := limit - len(head+" (writes ``"+n); room >= 24 {
 				code := rest[:i]
 				if len(code) > room {
-					// Cut after a word: a cut name reads as another name.
+					// Cut after a word (a cut name reads as another name),
+					// on a rune's start.
 					p := room - len("…")
-					for p > room/2 && isIdentByte(code[p]) && isIdentByte(code[p-1]) {
+					for p > room/2 && (isIdentByte(code[p]) && isIdentByte(code[p-1]) || !utf8.RuneStart(code[p])) {
 						p--
 					}
 					code = strings.TrimRight(code[:p], " .(,") + "…"
@@ -208,6 +235,19 @@ func clipScriptRun(body string, limit int) (string, bool) {
 		}
 	}
 	return clip(head, limit), true
+}
+
+var (
+	// pyAssignedRe matches the end of "name = " before a literal.
+	pyAssignedRe = regexp.MustCompile(`(?:^|\n)[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*[rRbBuUfF]*$`)
+	// pyReplaceNamesRe matches a replace of one name's text by another's.
+	pyReplaceNamesRe = regexp.MustCompile(`\.replace\(\s*([A-Za-z_]\w*)\s*,\s*([A-Za-z_]\w*)\s*[,)]`)
+)
+
+// pathLike: a literal that names a file (the one the script opens), not
+// code it writes.
+func pathLike(v string) bool {
+	return v != "" && !strings.ContainsAny(v, " \n\t(=") && ident.IsPath(v)
 }
 
 // pyLookup: a literal in this place is looked for, printed or opened.

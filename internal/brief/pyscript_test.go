@@ -1,6 +1,9 @@
 package brief
 
-import "testing"
+import (
+	"testing"
+	"unicode/utf8"
+)
 
 func TestScriptEffect(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,6 +39,18 @@ func TestScriptEffect(t *testing.T) {
 			code: "s = s.replace('a = 1', 'a = 1')\n",
 		},
 		{
+			name: "a path the script opens through a name is not code it writes",
+			code: "file_path = 'sphinx/ext/autodoc/__init__.py'\nwith open(file_path) as f:\n    s = f.read()\n" +
+				"s = s + 'x = compute_value(a, b)\\n' + 'y = other_value(c)\\n'\nopen(file_path, 'w').write(s)\n",
+			want: " (writes `x = compute_value(a, b)`, `y = other_value(c)`; 2 lines)",
+		},
+		{
+			name: "a replace of one name's text by another's is a replacement",
+			code: "old_code = '''result = compute_total(items)'''\nnew_code = '''result = compute_total(items, tax=True)'''\n" +
+				"content = content.replace(old_code, new_code)\n",
+			want: " (replaces `result = compute_total(items)` → `result = compute_total(items, tax=True)`)",
+		},
+		{
 			name: "code that does not tokenize ends the scan",
 			code: "x = 'unterminated\nnew = ['keep = a(1)', 'keep = b(2)']\n",
 		},
@@ -61,6 +76,16 @@ func TestClipScriptRun(t *testing.T) {
 	} {
 		if got := clipChange(body, tc.max); got != tc.want {
 			t.Errorf("clipChange(%d):\n got %q\nwant %q", tc.max, got, tc.want)
+		}
+	}
+}
+
+// A cut quote of code stays valid UTF-8.
+func TestClipScriptRunUTF8(t *testing.T) {
+	body := "rewritten by running fix.py (writes `raise ValueError(\"ééééééééééééééééééééééééééééé\")`; 3 lines)"
+	for limit := 60; limit < 110; limit++ {
+		if got := clipChange(body, limit); !utf8.ValidString(got) {
+			t.Fatalf("clipChange(%d) = %q: not valid UTF-8", limit, got)
 		}
 	}
 }

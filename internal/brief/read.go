@@ -242,7 +242,7 @@ func readText(t string) *textFacts {
 
 // retractRe starts a sentence by which the agent takes back what it
 // reasoned before it in the same message.
-var retractRe = regexp.MustCompile(`^(?:(?:Ah|Oh),? I see what(?:'s| is)? (?:happened|going on|wrong)|I see (?:now )?what (?:happened|went wrong)|I was wrong|(?:That|This)(?:'s| is| was) wrong|My mistake|I made a mistake|(?:No|Wait|Actually),? (?:that(?:'s| is)|I was) (?:not right|wrong|incorrect))\b`)
+var retractRe = regexp.MustCompile(`^(?:(?:Ah|Oh),? I see what(?:'s| is)? (?:happened|going on|wrong)|I see (?:now )?what (?:happened|went wrong)|I was wrong|My mistake|I made a mistake|(?:No|Wait|Actually),? (?:that(?:'s| is)|I was) (?:not right|wrong|incorrect))\b`)
 
 // anaphorRe starts a sentence that names what the one before said ("This
 // restores the previous behaviour …"): quoted alone it names nothing.

@@ -644,13 +644,15 @@ func fileText(f *fileState, level int) string {
 	}
 	t := strings.Join(parts, "; ")
 	limit := []int{900, 300, 140}[level]
+	extra := 0
 	for _, c := range f.changes {
 		// The room a script's written text takes (scriptEffect) is not
-		// taken from the rest of the line.
+		// taken from the rest of the line: once, for the longest.
 		if _, eff, ok := strings.Cut(c.what, " ("); ok && strings.HasPrefix(c.what, "rewritten by running ") {
-			limit += min(len(eff), 70)
+			extra = max(extra, min(len(eff), 70))
 		}
 	}
+	limit += extra
 	// A small file's text is its state: kept at every level it fits.
 	if shownWhole(f, level) {
 		return clip2(t, limit) + "; content:\n" + indent(f.content)
