@@ -941,6 +941,15 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"/w/src/match.c: inserted after line 317 `return pattern_type;`: `if(iso){t = trn(t);}` [m0003]"},
 		},
 		{
+			name: "C code inserted after a return and before the next case label is said never to run",
+			build: func(b *spanBuilder) {
+				b.step("Insert the fix.", "str_replace_editor", `{"command": "insert", "path": "/w/src/match.c", "insert_line": 317, "new_str": "if(iso){t = trn(t);}"}`,
+					"The file /w/src/match.c has been edited. Here's the result of running `cat -n` on a snippet of the edited file:\n   316\t    case TK_MATCH_DONTCARE:\n   317\t      return pattern_type;\n   318\tif(iso){t = trn(t);}\n   319\t\n   320\t    case TK_TUPLE:\n")
+			},
+			budget: 900,
+			wanted: []string{"inserted after line 317 `return pattern_type;`: `if(iso){t = trn(t);}` (after a return, before the next label: it never runs) [m0003]"},
+		},
+		{
 			name: "the index leaves out a name seen once in a listing, and keeps an exception",
 			build: func(b *spanBuilder) {
 				var names []string

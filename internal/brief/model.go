@@ -1191,16 +1191,46 @@ func withAnchorText(what string, echo []string) string {
 	if !ok || !isNumber(n) {
 		return what
 	}
-	for _, l := range echo {
+	for k, l := range echo {
 		// The kept lines have their whitespace folded: "317 return x;".
 		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), n); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\t' || rest[0] == ':') {
-			if t := strings.TrimSpace(rest[1:]); t != "" {
-				return "inserted after line " + n + " " + quoteCode(t, 60) + ": " + text
+			t := strings.TrimSpace(rest[1:])
+			if t == "" {
+				break
 			}
-			break
+			out := "inserted after line " + n + " " + quoteCode(t, 60) + ": " + text
+			if unreachableAfter(t, text, echo[k+1:]) {
+				out += " (after a " + strings.Fields(t)[0] + ", before the next label: it never runs)"
+			}
+			return out
 		}
 	}
 	return what
+}
+
+// unreachableAfter reports C-like code inserted after a statement that
+// leaves its block ("return pattern_type;", "break;") and before the next
+// case label or the block's end in the editor's echo: no path reaches it.
+// inserted is the quoted text (a label itself is reachable).
+func unreachableAfter(anchor, inserted string, after []string) bool {
+	word := strings.TrimRight(strings.Fields(anchor)[0], ";")
+	if word != "return" && word != "break" && word != "continue" && word != "goto" || !strings.HasSuffix(anchor, ";") {
+		return false
+	}
+	first := strings.TrimPrefix(inserted, "`")
+	if strings.HasPrefix(first, "case ") || strings.HasPrefix(first, "default") || strings.HasPrefix(first, "}") {
+		return false
+	}
+	for _, l := range after {
+		f := strings.Fields(l)
+		if len(f) < 2 || !isNumber(f[0]) {
+			continue // a blank line of the echo, or not an echo line
+		}
+		if f[1] == "case" || strings.HasPrefix(f[1], "default:") || f[1] == "}" || strings.HasPrefix(f[1], "};") {
+			return true
+		}
+	}
+	return false
 }
 
 // smallFileLines is the size up to which a file written in the span is
