@@ -1638,6 +1638,9 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 	}{
 		// mini-swe-agent-20's fix of its reproduction script, at the least level.
 		{"`ax.plot(dates, data)` → `ax.plot(dates.to_numpy(), data)`", 50, "`…dates, data)` → `…dates.to_numpy(), data)`"},
+		// mini-swe-agent-36: with its context cut, "every" would count every bool_option.
+		{"every `'private-members': bool_option` → `'private-members': members_option`", 50, "`…bool_option` → `…members_option`"},
+		{"every `'private-members': bool_option` → `'private-members': members_option`", 90, "every `'private-members': bool_option` → `'private-members': members_option`"},
 		// mini-swe-agent-41's fix: both texts were cut before the difference.
 		{"`argtype, argname = fieldarg.split(None, 1)` → `argtype, argname = fieldarg.rsplit(None, 1)`", 50, "`…split(None, 1)` → `…rsplit(None, 1)`"},
 		{"`self.x = compute(a, b, c, d, e, f, g)` → `self.x = compute(a, b, c, d, e, f, g, h)`", 40, "`…g)` → `…g, h)`"},

@@ -111,6 +111,12 @@ func clipChange(body string, max int) string {
 	quote := func(f, t string) string { return lead + "`" + f + "` → `" + t + "`" }
 	if p := sharedStart(from, to); p > 0 {
 		from, to = "…"+from[p:], "…"+to[p:]
+		if lead == "every " {
+			// "every `…bool_option`" reads as every bool_option of the
+			// file: with its context cut, the pattern is no longer what
+			// "every" counts.
+			lead = ""
+		}
 		if b := quote(from, to); len(b) <= max {
 			return b
 		}
