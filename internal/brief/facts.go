@@ -681,11 +681,7 @@ func outputText(s *step, level int) string {
 		// The lines the agent referred to, in the output's order; one
 		// the first line already holds is not repeated, and a label
 		// ("Testing None:") comes with the line it heads.
-		type at struct {
-			i    int
-			text string
-		}
-		var picked []at
+		var picked []string
 		for _, l := range salient(s, 3) {
 			if l == clip(first, 140) || strings.Contains(first, l) {
 				continue
@@ -696,11 +692,11 @@ func outputText(s *step, level int) string {
 					l += " " + next
 				}
 			}
-			picked = append(picked, at{i, l})
+			picked = append(picked, l)
 		}
 		for _, p := range picked { // salient keeps the output's order
-			if !strings.Contains(parts[len(parts)-1], p.text) { // the line a label before it headed
-				parts = append(parts, p.text)
+			if !strings.Contains(parts[len(parts)-1], p) { // the line a label before it headed
+				parts = append(parts, p)
 			}
 		}
 		if last := lastMeaningful(o.lines); last != "" && last != raw && len(parts) < 4 && !strings.Contains(strings.Join(parts, " "), last) {

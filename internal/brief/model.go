@@ -1199,8 +1199,8 @@ func withAnchorText(what string, echo []string) string {
 				break
 			}
 			out := "inserted after line " + n + " " + quoteCode(t, 60) + ": " + text
-			if unreachableAfter(t, text, echo[k+1:]) {
-				out += " (after a " + strings.Fields(t)[0] + ", before the next label: it never runs)"
+			if word := leavingStatement(t); word != "" && unreachableAfter(text, echo[k+1:]) {
+				out += " (after a " + word + ", before the next label: it never runs)"
 			}
 			return out
 		}
@@ -1208,15 +1208,21 @@ func withAnchorText(what string, echo []string) string {
 	return what
 }
 
-// unreachableAfter reports C-like code inserted after a statement that
-// leaves its block ("return pattern_type;", "break;") and before the next
-// case label or the block's end in the editor's echo: no path reaches it.
-// inserted is the quoted text (a label itself is reachable).
-func unreachableAfter(anchor, inserted string, after []string) bool {
-	word := strings.TrimRight(strings.Fields(anchor)[0], ";")
-	if word != "return" && word != "break" && word != "continue" && word != "goto" || !strings.HasSuffix(anchor, ";") {
-		return false
+// leavingStatement returns the keyword of a C-like statement that leaves
+// its block ("return pattern_type;" gives "return"), else "".
+func leavingStatement(line string) string {
+	word := strings.TrimRight(strings.Fields(line)[0], ";")
+	if word != "return" && word != "break" && word != "continue" && word != "goto" || !strings.HasSuffix(line, ";") {
+		return ""
 	}
+	return word
+}
+
+// unreachableAfter reports code inserted after a statement that leaves
+// its block and before the next case label or the block's end in the
+// editor's echo: no path reaches it. inserted is the quoted text (a label
+// itself is reachable).
+func unreachableAfter(inserted string, after []string) bool {
 	first := strings.TrimPrefix(inserted, "`")
 	if strings.HasPrefix(first, "case ") || strings.HasPrefix(first, "default") || strings.HasPrefix(first, "}") {
 		return false
@@ -1502,18 +1508,9 @@ func (m *model) hollowPass(e *errState, syntax []syntaxError) *errState {
 // ("pylint --recursive=y ." names pylint; "test_reproduce.py" does not
 // name reproduce.py).
 func namesProgram(t, prog string) bool {
-	for off := 0; ; {
-		i := strings.Index(t[off:], prog)
-		if i < 0 {
-			return false
-		}
-		i += off
-		end := i + len(prog)
-		if (i == 0 || strings.IndexByte(" \t\n/'\"`", t[i-1]) >= 0) && (end == len(t) || strings.IndexByte(" \t\n'\"`:", t[end]) >= 0) {
-			return true
-		}
-		off = i + 1
-	}
+	return containsBetween(t, prog,
+		func(c byte) bool { return strings.IndexByte(" \t\n/'\"`", c) >= 0 }, // "/usr/bin/pylint"
+		func(c byte) bool { return strings.IndexByte(" \t\n'\"`:", c) >= 0 })
 }
 
 // hollowWindow is how many steps after a pass a syntax error may show it
@@ -1887,13 +1884,20 @@ func lineNumbers(s string) []string {
 
 // containsWord reports whether w occurs in s as a whole word.
 func containsWord(s, w string) bool {
+	notWord := func(c byte) bool { return !isWordByte(c) }
+	return containsBetween(s, w, notWord, notWord)
+}
+
+// containsBetween reports whether w occurs in s with the start of s or a
+// byte before(c) before it, and the end of s or a byte after(c) after it.
+func containsBetween(s, w string, before, after func(c byte) bool) bool {
 	for i := 0; ; {
 		j := strings.Index(s[i:], w)
 		if j < 0 {
 			return false
 		}
 		a, b := i+j, i+j+len(w)
-		if (a == 0 || !isWordByte(s[a-1])) && (b == len(s) || !isWordByte(s[b])) {
+		if (a == 0 || before(s[a-1])) && (b == len(s) || after(s[b])) {
 			return true
 		}
 		i = a + 1

@@ -117,17 +117,6 @@ func (it *item) unsaidAt(level int) []*step {
 	return it.unsaid[level]
 }
 
-// idSet is the message ids a text names: each id, and the ranges it
-// writes as "m0010–m0018" or "m0010 … m0018".
-type idSet struct {
-	ids    map[string]bool
-	ranges [][2]string
-}
-
-func (s idSet) has(id string) bool {
-	return s.ids[id] || inRanges(s.ranges, id)
-}
-
 func inRanges(ranges [][2]string, id string) bool {
 	for _, r := range ranges {
 		if len(id) == len(r[0]) && len(id) == len(r[1]) && id >= r[0] && id <= r[1] {
@@ -144,29 +133,7 @@ func namesID(t, id string) bool {
 	if len(id) < 4 || id[0] != 'm' || strings.TrimLeft(id[1:], "0123456789") != "" {
 		return false
 	}
-	for off := 0; ; {
-		i := strings.Index(t[off:], id)
-		if i < 0 {
-			return false
-		}
-		i += off
-		if (i == 0 || !isWordByte(t[i-1])) && (i+len(id) == len(t) || !isWordByte(t[i+len(id)])) {
-			return true
-		}
-		off = i + 1
-	}
-}
-
-// namedIDs reads the message ids of a text.
-func namedIDs(t string) idSet {
-	set := idSet{ids: map[string]bool{}}
-	eachID(t, func(id, from string) {
-		set.ids[id] = true
-		if from != "" {
-			set.ranges = append(set.ranges, [2]string{from, id})
-		}
-	})
-	return set
+	return containsWord(t, id)
 }
 
 // idRanges reads the ranges of message ids a text writes.

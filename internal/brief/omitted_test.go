@@ -205,3 +205,29 @@ func TestNamesIDAgreesWithNamedIDs(t *testing.T) {
 		t.Error("namesID misreads a plain case")
 	}
 }
+
+// The reference the shortcuts are checked against: every id and range a
+// text names, as the left-out count read them before namesID and idRanges.
+
+// idSet is the message ids a text names: each id, and the ranges it
+// writes as "m0010–m0018" or "m0010 … m0018".
+type idSet struct {
+	ids    map[string]bool
+	ranges [][2]string
+}
+
+func (s idSet) has(id string) bool {
+	return s.ids[id] || inRanges(s.ranges, id)
+}
+
+// namedIDs reads the message ids of a text.
+func namedIDs(t string) idSet {
+	set := idSet{ids: map[string]bool{}}
+	eachID(t, func(id, from string) {
+		set.ids[id] = true
+		if from != "" {
+			set.ranges = append(set.ranges, [2]string{from, id})
+		}
+	})
+	return set
+}

@@ -28,9 +28,8 @@ type output struct {
 	// keeps only its head and tail), and listCut says the harness cut it.
 	listed  int
 	listCut bool
-	// raisedBy is the test's own raise statement the error comes from,
-	// when the line pytest marks failing raises it ("raise ValueError(11)"
-	// above "E ValueError: 11"): a reproduction raising on purpose.
+	// raisedBy is the test's own raise statement the error comes from
+	// (raisedByTest): a reproduction raising on purpose.
 	raisedBy string
 	// tests is a test run's outcome: counts, failing tests, first
 	// assertion. testsOK reports a run with no failure.
