@@ -174,6 +174,11 @@ func TestSlowModelKeepsTheDeterministicBriefing(t *testing.T) {
 	if n := testutil.ToFloat64(w.Metrics().DeadLetters); n != 0 {
 		t.Errorf("%v dead letters", n)
 	}
+	// The counter moves after the audit event is published: wait for it
+	// too (a loaded clean-clone run read it at 0).
+	waitFor(t, 10*time.Second, "briefd_llm_fallbacks_total = 1", func() bool {
+		return testutil.ToFloat64(w.Metrics().LLMFallbacks) == 1
+	})
 	if n := testutil.ToFloat64(w.Metrics().LLMFallbacks); n != 1 {
 		t.Errorf("briefd_llm_fallbacks_total = %v, want 1", n)
 	}
