@@ -733,7 +733,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("", "python3 update_autodoc.py", rc(0, ""))
 			},
 			budget: 900,
-			wanted: []string{"sphinx/ext/autodoc/__init__.py: rewritten by running update_autodoc.py (writes `if self.options.private_members is None:`; 2 lines) [m0005]"},
+			wanted: []string{"sphinx/ext/autodoc/__init__.py: rewritten by running update_autodoc.py (writes `if self.options.private_members is None: ⏎ keep = False`; 2 lines) [m0005]"},
 		},
 		{
 			name: "what the agent takes back in its message is not quoted as a finding",

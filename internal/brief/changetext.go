@@ -50,7 +50,7 @@ func changeList(changes []change, level int) string {
 		if strings.HasPrefix(g.body, "rewritten by running ") {
 			// What a script wrote is the change itself, as a replacement's
 			// text is; its name alone tells nothing of it.
-			room = max(room, 110)
+			room = max(room, []int{300, 260, 250}[level])
 		}
 		t := clipChange(g.body, room)
 		switch len(g.lines) {

@@ -189,23 +189,30 @@ func scriptEffect(code string) string {
 	if len(lines) < 2 {
 		return "" // a literal or two is a message or a name, not a change
 	}
-	shown := defs
-	if len(shown) == 0 {
-		for _, t := range lines {
-			if len(t) >= 16 && len(shown) < 2 {
-				shown = appendNew(shown, t)
-			}
-		}
-	}
-	if len(shown) == 0 {
-		return ""
-	}
 	var q []string
-	for _, t := range headLines(shown, 3) {
+	for _, t := range headLines(defs, 3) {
 		q = append(q, quoteCode(t, 80))
+	}
+	if len(q) == 0 {
+		// No definition: the logic it writes is its first lines, in
+		// order (a condition without its branches says nothing), as far
+		// as scriptLogicBytes go.
+		code := clip(lines[0], 80)
+		for _, t := range lines[1:] {
+			if len(code)+len(" ⏎ ")+len(t) > scriptLogicBytes {
+				code += " ⏎ …"
+				break
+			}
+			code += " ⏎ " + t
+		}
+		q = append(q, quoteCode(code, scriptLogicBytes+8))
 	}
 	return " (writes " + strings.Join(q, ", ") + "; " + strconv.Itoa(len(lines)) + " lines)"
 }
+
+// scriptLogicBytes bounds the lines quoted from a script that writes no
+// definition: a branch or two of the new logic.
+const scriptLogicBytes = 200
 
 // clipScriptRun clips "rewritten by running S (writes `a`, `b`; 15
 // lines)" to limit bytes: the quotes after the first go first, then the

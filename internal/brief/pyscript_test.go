@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -42,7 +43,7 @@ func TestScriptEffect(t *testing.T) {
 			name: "a path the script opens through a name is not code it writes",
 			code: "file_path = 'sphinx/ext/autodoc/__init__.py'\nwith open(file_path) as f:\n    s = f.read()\n" +
 				"s = s + 'x = compute_value(a, b)\\n' + 'y = other_value(c)\\n'\nopen(file_path, 'w').write(s)\n",
-			want: " (writes `x = compute_value(a, b)`, `y = other_value(c)`; 2 lines)",
+			want: " (writes `x = compute_value(a, b) ⏎ y = other_value(c)`; 2 lines)",
 		},
 		{
 			name: "a replace of one name's text by another's is a replacement",
@@ -87,5 +88,51 @@ func TestClipScriptRunUTF8(t *testing.T) {
 		if got := clipChange(body, limit); !utf8.ValidString(got) {
 			t.Fatalf("clipChange(%d) = %q: not valid UTF-8", limit, got)
 		}
+	}
+}
+
+// A script that writes no definition is told by its first lines in order:
+// a condition with its branches, cut at a line once past scriptLogicBytes.
+func TestScriptEffectLogic(t *testing.T) {
+	code := "new_lines.append('    if self.options.private_members is None:\\n')\n" +
+		"new_lines.append('        keep = False\\n')\n" +
+		"new_lines.append('    elif self.options.private_members is ALL:\\n')\n" +
+		"new_lines.append('        keep = True\\n')\n" +
+		"new_lines.append('    else:\\n')\n" +
+		"new_lines.append('        keep = membername in self.options.private_members\\n')\n" +
+		"new_lines.append('    if self.options.undoc_members and self.options.private_members is not None:\\n')\n" +
+		"new_lines.append('        keep = keep or has_doc\\n')\n"
+	want := " (writes `if self.options.private_members is None: ⏎ keep = False ⏎ elif self.options.private_members is ALL: ⏎ keep = True ⏎ else: ⏎ keep = membername in self.options.private_members ⏎ …`; 8 lines)"
+	if got := scriptEffect(code); got != want {
+		t.Errorf("scriptEffect:\n got %q\nwant %q", got, want)
+	}
+	// The file's line gives it room at every level.
+	body := "rewritten by running update_autodoc.py" + want
+	for level, limit := range []int{300, 260, 250} {
+		got := changeList([]change{{id: "m0081", what: body}}, level)
+		if !strings.Contains(got, "keep = membername in self.options.private_members") {
+			t.Errorf("level %d (%d bytes): the else branch is cut: %q", level, limit, got)
+		}
+	}
+}
+
+// At the least detail the undone changes are counted; a revert that undid
+// them is named, for it says the file went back to what was committed.
+func TestUndoneCountNamesTheRevert(t *testing.T) {
+	f := &fileState{path: "a.py", changes: []change{{id: "m0077", what: "`x` → `y`"}}}
+	f.undone = []undo{
+		{id: "m0063", what: "deleted lines matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted a"}, {id: "m0051", what: "inserted b"}}},
+		{id: "m0075", what: "reverted with git checkout", changes: []change{{id: "m0069", what: "rewritten"}}},
+	}
+	if got, want := fileText(f, levelMin), "`x` → `y` [m0077]; 3 earlier changes undone [m0063–m0075], the last time by git checkout"; got != want {
+		t.Errorf("two undos:\n got %q\nwant %q", got, want)
+	}
+	f.undone = f.undone[1:]
+	if got, want := fileText(f, levelMin), "`x` → `y` [m0077]; 1 earlier change undone by git checkout [m0075]"; got != want {
+		t.Errorf("one revert:\n got %q\nwant %q", got, want)
+	}
+	f.undone[0].what = "deleted lines matching `DEBUG`"
+	if got, want := fileText(f, levelMin), "`x` → `y` [m0077]; 1 earlier change undone [m0075]"; got != want {
+		t.Errorf("one deletion:\n got %q\nwant %q", got, want)
 	}
 }

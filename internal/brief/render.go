@@ -594,6 +594,7 @@ func fileText(f *fileState, level int) string {
 		parts = append(parts, "created ["+f.created+"]")
 	}
 	var undone []string
+	revertRoom := 0 // the room the revert's name takes at the least detail
 	for _, u := range f.undone {
 		var what []string
 		for _, c := range u.changes {
@@ -623,9 +624,22 @@ func fileText(f *fileState, level int) string {
 		for _, u := range f.undone {
 			n += max(1, len(u.changes))
 		}
-		undone = []string{plural(n, "earlier change") + " undone [" + f.undone[0].id + "–" + f.undone[len(f.undone)-1].id + "]"}
-		if len(f.undone) == 1 {
-			undone[0] = plural(n, "earlier change") + " undone [" + f.undone[0].id + "]"
+		// A revert says the file went back to what was committed: what
+		// the line tells before it is all it holds now.
+		v, revert := strings.CutPrefix(f.undone[len(f.undone)-1].what, "reverted with ")
+		switch {
+		case len(f.undone) == 1 && revert:
+			undone = []string{plural(n, "earlier change") + " undone by " + v + " [" + f.undone[0].id + "]"}
+		case len(f.undone) == 1:
+			undone = []string{plural(n, "earlier change") + " undone [" + f.undone[0].id + "]"}
+		default:
+			undone = []string{plural(n, "earlier change") + " undone [" + f.undone[0].id + "–" + f.undone[len(f.undone)-1].id + "]"}
+			if revert {
+				undone[0] += ", the last time by " + v
+			}
+		}
+		if revert {
+			revertRoom = len(", the last time by ") + len(v)
 		}
 	}
 	parts = append(parts, undone...)
@@ -649,10 +663,10 @@ func fileText(f *fileState, level int) string {
 		// The room a script's written text takes (scriptEffect) is not
 		// taken from the rest of the line: once, for the longest.
 		if _, eff, ok := strings.Cut(c.what, " ("); ok && strings.HasPrefix(c.what, "rewritten by running ") {
-			extra = max(extra, min(len(eff), 70))
+			extra = max(extra, min(len(eff), 240))
 		}
 	}
-	limit += extra
+	limit += extra + revertRoom
 	// A small file's text is its state: kept at every level it fits.
 	if shownWhole(f, level) {
 		return clip2(t, limit) + "; content:\n" + indent(f.content)
