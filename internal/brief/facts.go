@@ -1042,12 +1042,60 @@ func findSalient(s *step, n int) []string {
 			best[j], best[j-1] = best[j-1], best[j]
 		}
 	}
-	out := make([]string, len(best))
-	for k, b := range best {
-		out[k] = clip(compactNumbered(s.f.out.lines[b.i]), 160)
+	out := make([]string, 0, len(best))
+	joined := -1 // the line a docstring came from, told with its definition
+	for _, b := range best {
+		if b.i == joined {
+			continue
+		}
+		doc, at := docstringAfter(s.f.out.lines, b.i)
+		joined = at
+		out = append(out, clip(compactNumbered(s.f.out.lines[b.i])+doc, 160))
 	}
 	return out
 }
+
+// docstringAfter is the first line of the docstring that follows a
+// definition at lines[i], with a space before it: `def to_path(value):`
+// alone says nothing of what it does; "" when none follows. at is the
+// line the docstring's text was read from (-1 for none).
+func docstringAfter(lines []string, i int) (doc string, at int) {
+	code := func(l string) string {
+		if m := numberedLineRe.FindStringSubmatch(l); m != nil {
+			l = m[2]
+		}
+		return strings.TrimSpace(l)
+	}
+	if i+1 >= len(lines) || !defLineRe.MatchString(code(lines[i])) {
+		return "", -1
+	}
+	next, q := code(lines[i+1]), ""
+	for _, d := range []string{`"""`, `'''`} {
+		if strings.HasPrefix(next, d) {
+			q = d
+		}
+	}
+	if q == "" {
+		return "", -1
+	}
+	at, end := i+1, q
+	first := strings.TrimSpace(next[len(q):])
+	if d, ok := strings.CutSuffix(first, q); ok {
+		first = strings.TrimSpace(d)
+	} else {
+		end = "…" + q // more lines follow
+		if first == "" && i+2 < len(lines) {
+			at, first = i+2, code(lines[i+2])
+		}
+	}
+	if first == "" || strings.Contains(first, q) {
+		return "", -1
+	}
+	return " " + q + first + end, at
+}
+
+// defLineRe matches a Python definition's line.
+var defLineRe = regexp.MustCompile(`^(?:async\s+)?(?:def|class)\s+\w+.*:$`)
 
 // compactNumbered turns "   917\t        qs = x" into "917: qs = x".
 func compactNumbered(l string) string {

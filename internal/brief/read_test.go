@@ -235,3 +235,42 @@ func TestEditWhatOfAJoinedScript(t *testing.T) {
 		t.Fatalf("editWhat = %q (label %q)", got, c.label)
 	}
 }
+
+// A definition picked as a key line carries the first line of its
+// docstring, and that line is not picked again on its own.
+func TestDocstringAfter(t *testing.T) {
+	lines := []string{
+		"def to_path(value):",
+		`    """Convert value to a pathlib.Path instance, if not already a Path."""`,
+		"    if isinstance(value, Path):",
+		"   1148\t    def rel_db_type(self, connection):",
+		`   1149	        """`,
+		"   1150\t        Return the data type that a related field pointing to this field should",
+		"   1151\t        use.",
+		"def bare(x):",
+		"    return x",
+		"x = f(1)",
+	}
+	for _, tc := range []struct {
+		i   int
+		doc string
+		at  int
+	}{
+		{0, ` """Convert value to a pathlib.Path instance, if not already a Path."""`, 1},
+		{3, ` """Return the data type that a related field pointing to this field should…"""`, 5},
+		{7, "", -1},
+		{9, "", -1},
+	} {
+		if doc, at := docstringAfter(lines, tc.i); doc != tc.doc || at != tc.at {
+			t.Errorf("docstringAfter(%d) = %q, %d; want %q, %d", tc.i, doc, at, tc.doc, tc.at)
+		}
+	}
+	s := &step{f: &stepFacts{}, react: "So `to_path` converts a string; Path('') becomes Path('.'), a pathlib.Path instance."}
+	s.f.out.lines = lines[:3]
+	s.reactWords = readText(s.react).words
+	got := findSalient(s, 2)
+	want := []string{`def to_path(value): """Convert value to a pathlib.Path instance, if not already a Path."""`}
+	if !slices.Equal(got, want) {
+		t.Errorf("findSalient = %q, want %q", got, want)
+	}
+}
