@@ -1181,6 +1181,26 @@ func TestHandOffRules(t *testing.T) {
 			t.Fatalf("the issue's quoted words are listed as the agent's:\n%s", d.Text)
 		}
 	})
+	t.Run("the index leaves out names the pinned head already gives", func(t *testing.T) {
+		issue := "See https://code.djangoproject.com/ticket/32744 for the regression in TEMPLATES DIRS."
+		var b spanBuilder
+		b.bash("The ticket https://code.djangoproject.com/ticket/32744 links https://code.djangoproject.com/ticket/33285 too.",
+			"cat django/template/autoreload.py", rc(0, "def template_changed(sender, file_path, **kwargs):\n    return True"))
+		in := Input{Head: []briefd.Message{{ID: "m0002", Role: briefd.RoleUser, Content: briefd.Text(issue)}}, Span: b.msgs, BudgetTokens: 900, CountTokens: counter(t)}
+		d, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, d.Text, "https://code.djangoproject.com/ticket/33285")
+		if strings.Contains(d.Text, "ticket/32744") {
+			t.Fatalf("the head's link is indexed again:\n%s", d.Text)
+		}
+		in.Head = nil
+		if d, err = Write(context.Background(), in); err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, d.Text, "ticket/32744")
+	})
 	t.Run("a focus raises what it names", func(t *testing.T) {
 		var b spanBuilder
 		for i := range 30 {

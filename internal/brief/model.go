@@ -264,6 +264,10 @@ type model struct {
 	finished *step
 	ids      map[string]*identUse // span identifiers
 	idOrder  []string
+	// headIDs are the identifiers of the pinned head (the system prompt,
+	// the task), which the agent reads verbatim: the index need not list
+	// them again.
+	headIDs map[string]bool
 	first    string // first and last message ids of the span
 	last     string
 	messages int
@@ -422,10 +426,12 @@ func newModel(head, span []briefd.Message) *model {
 	m := &model{head: head, files: map[string]*fileState{}, records: map[string]*recordState{},
 		ids: map[string]*identUse{}, argValues: map[string]int{}, results: map[string]int{}}
 	m.keepWarnings = taskMentionsWarnings(head)
+	m.headIDs = map[string]bool{}
 	for i := range head {
 		if head[i].Role == briefd.RoleSystem {
 			m.policy += strings.ToLower(head[i].Content.String()) + "\n"
 		}
+		ident.Scan(head[i].Content.String(), func(id string) { m.headIDs[id] = true })
 	}
 	m.dialogue = hasDialogue(span)
 	m.findResults(span, 0)

@@ -1978,7 +1978,7 @@ func (l *layout) index(room, scale float64) string {
 		// (None, True) names nothing of the task.
 		// An installed library's file (a traceback frame in site-packages)
 		// is not the work's.
-		if carried[c.id] || seen[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || l.m.plainName(c.id) ||
+		if carried[c.id] || seen[c.id] || l.m.headIDs[c.id] || looksLikeDate(c.id) || strings.Contains(c.id, "www.w3.org/") || languageWords[c.id] || l.m.plainName(c.id) ||
 			strings.Contains(c.id, "/") && libraryFrame(c.id) {
 			return
 		}

@@ -69,11 +69,12 @@ func (w *Warm) Bytes() int {
 
 // layoutBytes approximates what the layout keeps in the model between
 // calls: the memoized texts and JSON, and the indexes (a few words per
-// step, identifier or note, and a note's kept item).
+// step, identifier or note, a note's kept item, and a set entry per
+// identifier of the head).
 func (m *model) layoutBytes() int {
 	return m.memoBytes + m.entriesBytes + m.lastEntriesBytes +
 		48*(m.byIDN+m.outcomesN+m.missedN) + 16*len(m.named) + 8*len(m.idUses) +
-		480*len(m.notesAt) + 8*len(m.grouped) + 48*len(m.groups)
+		480*len(m.notesAt) + 8*len(m.grouped) + 48*len(m.groups) + 48*len(m.headIDs)
 }
 
 // Reset empties w.
