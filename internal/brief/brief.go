@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/briefd/briefd"
@@ -376,10 +377,8 @@ func (l *layout) coverage(text string) Coverage {
 			}
 		}
 	}
-	if l.lastIndex != "" {
-		for _, id := range strings.Split(l.lastIndex, ", ") {
-			kept(id)
-		}
+	for _, id := range l.lastIndexNames {
+		kept(id)
 	}
 	for _, it := range l.items {
 		if it.level < 0 {
@@ -444,8 +443,8 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 		rs := &r.Sections[len(r.Sections)-1]
 		rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})
 	}
-	if l.lastIndex != "" {
-		r.Index = strings.Split(l.lastIndex, ", ")
+	if len(l.lastIndexNames) > 0 {
+		r.Index = slices.Clone(l.lastIndexNames)
 	}
 	if l.lastOmitted != "" {
 		r.Sections = append(r.Sections, RecordSection{Name: sectionKeys[secOmitted], Entries: []Entry{{Text: l.lastOmitted}}})

@@ -41,3 +41,18 @@ func TestListTextCountsTheWholeOutput(t *testing.T) {
 		t.Errorf("listText = %q, want %q", got, want)
 	}
 }
+
+// The index lists its names by kind (files, other names, exceptions,
+// links), best first within each kind.
+func TestGroupIndex(t *testing.T) {
+	ids := []string{"ValueError", "django.conf", "https://code.djangoproject.com/ticket/33285", "tests/test_a.py",
+		"Field.db_parameters", "settings.py", "django.core.exceptions.ValidationError", "get_dirs()", "varchar(22)"}
+	want := "tests/test_a.py, settings.py, django.conf, Field.db_parameters, get_dirs(), varchar(22), " +
+		"ValueError, django.core.exceptions.ValidationError, https://code.djangoproject.com/ticket/33285"
+	if got := groupIndex(ids); got != want {
+		t.Errorf("groupIndex:\n got %q\nwant %q", got, want)
+	}
+	if got := indexNames(want); len(got) != len(ids) {
+		t.Errorf("indexNames read %d names back, want %d: %q", len(got), len(ids), got)
+	}
+}

@@ -139,6 +139,7 @@ type layout struct {
 	// lastIndex and lastOmitted are the index and left-out line of the
 	// last choice, for the structured record.
 	lastIndex, lastOmitted string
+	lastIndexNames         []string // lastIndex's names, best first
 	// indexNeed estimates the tokens of the whole identifier index, to
 	// reserve no more room for it than it can use.
 	indexNeed float64
@@ -2013,7 +2014,71 @@ func (l *layout) index(room, scale float64) string {
 			break // full, or only long identifiers left
 		}
 	}
-	return strings.Join(out, ", ")
+	l.lastIndexNames = out
+	return groupIndex(out)
+}
+
+// The index's kinds, in the order it lists them: forty names read as
+// noise, but a run of files, then the other names, then the exceptions,
+// then the links lets the agent find the one it looks for. (Labelled
+// groups were tried: their labels took the room of a name or two in the
+// chained cycles, first_recall 0.942 to 0.926.)
+const (
+	indexFiles = iota
+	indexOther
+	indexErrors
+	indexLinks
+	numIndexKinds
+)
+
+func indexKindOf(id string) int {
+	switch {
+	case strings.Contains(id, "://"):
+		return indexLinks
+	case errorName(id):
+		return indexErrors
+	case strings.Contains(id, "/"):
+		return indexFiles
+	}
+	// A dotted module (django.conf, django.db) is a name, though its last
+	// part reads as an extension.
+	if i := strings.LastIndexByte(id, '.'); i > 0 && fileExtensions[id[i+1:]] {
+		return indexFiles
+	}
+	return indexOther
+}
+
+// errorName: an exception's or a warning's class name (KeyError,
+// django.core.exceptions.ValidationError), a name of code otherwise.
+func errorName(id string) bool {
+	for _, suf := range [...]string{"Error", "Exception", "Warning", "Exit", "Interrupt"} {
+		if strings.HasSuffix(id, suf) {
+			return len(id) > len(suf) && !strings.ContainsAny(id, "/()[] ")
+		}
+	}
+	return false
+}
+
+// fileExtensions are the endings of the files an agent works on; a
+// dotted name with another ending is a module or an attribute.
+var fileExtensions = map[string]bool{
+	"py": true, "pyi": true, "js": true, "jsx": true, "ts": true, "tsx": true, "go": true, "rs": true,
+	"java": true, "rb": true, "php": true, "c": true, "h": true, "cc": true, "cpp": true, "hpp": true,
+	"cs": true, "swift": true, "kt": true, "json": true, "yaml": true, "yml": true, "toml": true,
+	"cfg": true, "ini": true, "txt": true, "md": true, "rst": true, "html": true, "css": true,
+	"scss": true, "sh": true, "sql": true, "xml": true, "csv": true, "po": true, "lock": true,
+	"log": true, "ipynb": true,
+}
+
+// groupIndex lists the index's names by kind, best first within each
+// kind.
+func groupIndex(ids []string) string {
+	var byKind [numIndexKinds][]string
+	for _, id := range ids {
+		k := indexKindOf(id)
+		byKind[k] = append(byKind[k], id)
+	}
+	return strings.Join(slices.Concat(byKind[:]...), ", ")
 }
 
 // gramSet marks the three-byte sequences of a text, hashed into bits: a
