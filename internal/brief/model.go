@@ -267,7 +267,7 @@ type model struct {
 	// headIDs are the identifiers of the pinned head (the system prompt,
 	// the task), which the agent reads verbatim: the index need not list
 	// them again.
-	headIDs map[string]bool
+	headIDs  map[string]bool
 	first    string // first and last message ids of the span
 	last     string
 	messages int
