@@ -105,16 +105,30 @@ var substitutionRe = regexp.MustCompile("^(.*?)`([^`]*)` → `([^`]*)`$")
 // swapped, or every line inserted that a deletion's pattern matches (sed
 // '/DEBUG:/d' deletes each debug print added before it); nil for none.
 func inverseChanges(changes []change, what string) []int {
-	if d := deletedMatchRe.FindStringSubmatch(what); d != nil {
+	// Each file operation asks this of the file's every change: the
+	// regexps run only where their fixed text is.
+	subst := func(t string) []string {
+		if !strings.Contains(t, "` → `") {
+			return nil
+		}
+		return substitutionRe.FindStringSubmatch(t)
+	}
+	var d []string
+	if strings.HasPrefix(what, "deleted the line matching ") {
+		d = deletedMatchRe.FindStringSubmatch(what)
+	}
+	if d != nil {
 		var out []int
 		for i, c := range changes {
-			if in := insertedLineRe.FindStringSubmatch(c.what); in != nil && strings.Contains(in[1], d[1]) {
-				out = append(out, i)
-				continue
+			if strings.HasPrefix(c.what, "inserted ") {
+				if in := insertedLineRe.FindStringSubmatch(c.what); in != nil && strings.Contains(in[1], d[1]) {
+					out = append(out, i)
+					continue
+				}
 			}
 			// s/def f():/def f():\n    print("DEBUG: …")/ added lines
 			// after a line it kept: they go with the pattern too.
-			if c := substitutionRe.FindStringSubmatch(c.what); c != nil && c[1] == "" && c[2] != "" && !strings.Contains(c[2], d[1]) {
+			if c := subst(c.what); c != nil && c[1] == "" && c[2] != "" && !strings.Contains(c[2], d[1]) {
 				if added, ok := strings.CutPrefix(c[3], c[2]+" ⏎ "); ok && strings.Contains(added, d[1]) {
 					out = append(out, i)
 				}
@@ -122,12 +136,12 @@ func inverseChanges(changes []change, what string) []int {
 		}
 		return out
 	}
-	m := substitutionRe.FindStringSubmatch(what)
+	m := subst(what)
 	if m == nil {
 		return nil
 	}
 	for i := len(changes) - 1; i >= 0; i-- {
-		if c := substitutionRe.FindStringSubmatch(changes[i].what); c != nil && c[1] == m[1] && c[2] == m[3] && c[3] == m[2] {
+		if c := subst(changes[i].what); c != nil && c[1] == m[1] && c[2] == m[3] && c[3] == m[2] {
 			return []int{i}
 		}
 	}
@@ -1594,11 +1608,17 @@ func (m *model) knownFile(p string) *fileState {
 		return f
 	}
 	for _, k := range m.fileKeys {
-		if strings.HasSuffix(k, "/"+p) || strings.HasSuffix(p, "/"+k) {
+		if pathSuffix(k, p) || pathSuffix(p, k) {
 			return m.files[k]
 		}
 	}
 	return nil
+}
+
+// pathSuffix reports whether path ends with "/"+tail, without building
+// that string: knownFile asks it of every file for every error.
+func pathSuffix(path, tail string) bool {
+	return len(path) > len(tail) && path[len(path)-len(tail)-1] == '/' && strings.HasSuffix(path, tail)
 }
 
 // installedNothing reports an install that found everything in place.
