@@ -124,7 +124,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("Remove the debug prints.", "sed -i '/DEBUG:/d' src/skipping.py", rc(0, ""))
 			},
 			budget:   900,
-			wanted:   []string{"inserted after line 12: `print(\"DEBUG: xfailed\")` [m0005] undone by [m0007]", "[m0003], inserted after line 12"},
+			wanted:   []string{"inserted after line 12: `print(\"DEBUG: xfailed\")` [m0005] undone by deleting the lines matching `DEBUG:` [m0007]", "[m0003], inserted after line 12"},
 			unwanted: []string{"changed: src/skipping.py"},
 		},
 		{
@@ -321,7 +321,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("Remove the debug print.", "sed -i '/DEBUG: pkginit=/d' src/_pytest/main.py", rc(0, ""))
 			},
 			budget:   900,
-			wanted:   []string{"`col = new_col` → `col = [new_col]` [m0005]", "undone by [m0007]"},
+			wanted:   []string{"`col = new_col` → `col = [new_col]` [m0005]", "undone by deleting the lines matching `DEBUG: pkginit=` [m0007]"},
 			unwanted: []string{"deleted the line matching"},
 		},
 		{

@@ -1146,6 +1146,9 @@ func (m *model) fileOp(s *step, op fileOp) {
 		if is := inverseChanges(f.changes, op.what); len(is) > 0 {
 			// s/"auth"/auth/ after s/auth/"auth"/: the file is as it was.
 			u := undo{id: s.id(), what: "the reverse edit"}
+			if strings.HasPrefix(op.what, "deleted the line matching ") {
+				u.what = op.what // sed '/DEBUG/d': the pattern says what went
+			}
 			for k := len(is) - 1; k >= 0; k-- {
 				u.changes = append(u.changes, f.changes[is[k]])
 				f.changes = slices.Delete(f.changes, is[k], is[k]+1)

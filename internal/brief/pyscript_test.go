@@ -115,24 +115,3 @@ func TestScriptEffectLogic(t *testing.T) {
 		}
 	}
 }
-
-// At the least detail the undone changes are counted; a revert that undid
-// them is named, for it says the file went back to what was committed.
-func TestUndoneCountNamesTheRevert(t *testing.T) {
-	f := &fileState{path: "a.py", changes: []change{{id: "m0077", what: "`x` → `y`"}}}
-	f.undone = []undo{
-		{id: "m0063", what: "deleted lines matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted a"}, {id: "m0051", what: "inserted b"}}},
-		{id: "m0075", what: "reverted with git checkout", changes: []change{{id: "m0069", what: "rewritten"}}},
-	}
-	if got, want := fileText(f, levelMin), "`x` → `y` [m0077]; 3 earlier changes undone [m0063–m0075], the last time by git checkout"; got != want {
-		t.Errorf("two undos:\n got %q\nwant %q", got, want)
-	}
-	f.undone = f.undone[1:]
-	if got, want := fileText(f, levelMin), "`x` → `y` [m0077]; 1 earlier change undone by git checkout [m0075]"; got != want {
-		t.Errorf("one revert:\n got %q\nwant %q", got, want)
-	}
-	f.undone[0].what = "deleted lines matching `DEBUG`"
-	if got, want := fileText(f, levelMin), "`x` → `y` [m0077]; 1 earlier change undone [m0075]"; got != want {
-		t.Errorf("one deletion:\n got %q\nwant %q", got, want)
-	}
-}

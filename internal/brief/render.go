@@ -609,9 +609,11 @@ func fileText(f *fileState, level int) string {
 		if level == levelMin && len(what) > 1 || len(what) > 2 {
 			what = []string{strconv.Itoa(len(what)) + " changes [" + u.changes[0].id + "–" + u.changes[len(u.changes)-1].id + "]"}
 		}
+		// "git checkout": the reader sees the file is back as committed;
+		// "deleting the lines matching `DEBUG`": what the changes were.
 		by := "undone by ["
-		if v, ok := strings.CutPrefix(u.what, "reverted with "); ok {
-			by = "undone by " + v + " [" // "git checkout": the reader sees the file is back as committed
+		if how := undoHow(u.what); how != "" {
+			by = "undone by " + how + " ["
 		}
 		undone = append(undone, strings.Join(what, ", ")+" "+by+u.id+"]")
 	}
@@ -621,27 +623,11 @@ func fileText(f *fileState, level int) string {
 		parts = append(parts, changeList(f.changes, level))
 	}
 	if level == levelMin && len(undone) > 0 && len(f.changes) > 0 {
-		n := 0
-		for _, u := range f.undone {
-			n += max(1, len(u.changes))
-		}
-		// A revert says the file went back to what was committed: what
-		// the line tells before it is all it holds now.
-		v, revert := strings.CutPrefix(f.undone[len(f.undone)-1].what, "reverted with ")
-		switch {
-		case len(f.undone) == 1 && revert:
-			undone = []string{plural(n, "earlier change") + " undone by " + v + " [" + f.undone[0].id + "]"}
-		case len(f.undone) == 1:
-			undone = []string{plural(n, "earlier change") + " undone [" + f.undone[0].id + "]"}
-		default:
-			undone = []string{plural(n, "earlier change") + " undone [" + f.undone[0].id + "–" + f.undone[len(f.undone)-1].id + "]"}
-			if revert {
-				undone[0] += ", the last time by " + v
-			}
-		}
-		if revert {
-			revertRoom = len(", the last time by ") + len(v)
-		}
+		undone = []string{undoneCount(f.undone)}
+		// How they were undone says what they were (debug prints a
+		// pattern deleted) and whether the file went back to what was
+		// committed: the line keeps room for it.
+		revertRoom = max(0, len(undone[0])-35)
 	}
 	parts = append(parts, undone...)
 	if f.movedTo != "" {
@@ -673,6 +659,65 @@ func fileText(f *fileState, level int) string {
 		return clip2(t, limit) + "; content:\n" + indent(f.content)
 	}
 	return clip2(t, limit)
+}
+
+// undoneCount tells the changes undone on a file's way at the least
+// detail: counted, each undo with how it undid them ("4 by deleting the
+// lines matching `DEBUG` [m0063], 3 by git checkout [m0075]"); past three
+// undos, counted over their range, with the last one's revert.
+func undoneCount(undos []undo) string {
+	type group struct {
+		n       int
+		id, how string
+	}
+	var groups []group
+	n := 0
+	for _, u := range undos {
+		k := max(1, len(u.changes))
+		n += k
+		how := undoHow(u.what)
+		if g := len(groups) - 1; g >= 0 && groups[g].id == u.id && strings.HasPrefix(how, "deleting") && strings.HasPrefix(groups[g].how, "deleting") {
+			groups[g].n += k
+			groups[g].how += " or " + strings.TrimPrefix(how, "deleting the lines matching ")
+			continue
+		}
+		groups = append(groups, group{k, u.id, how})
+	}
+	by := func(how string) string {
+		if how == "" {
+			return ""
+		}
+		return " by " + how
+	}
+	switch {
+	case len(groups) == 1:
+		g := groups[0]
+		return plural(n, "earlier change") + " undone" + by(g.how) + " [" + g.id + "]"
+	case len(groups) <= 3:
+		parts := make([]string, len(groups))
+		for i, g := range groups {
+			parts[i] = strconv.Itoa(g.n) + by(g.how) + " [" + g.id + "]"
+		}
+		return plural(n, "earlier change") + " undone: " + strings.Join(parts, ", ")
+	}
+	t := plural(n, "earlier change") + " undone [" + undos[0].id + "–" + undos[len(undos)-1].id + "]"
+	if v, ok := strings.CutPrefix(undos[len(undos)-1].what, "reverted with "); ok {
+		t += ", the last time by " + v
+	}
+	return t
+}
+
+// undoHow says how an undo undid changes: "git checkout" for a revert,
+// "deleting the lines matching `DEBUG`" for a deletion by pattern, "" when
+// its text tells neither.
+func undoHow(what string) string {
+	if v, ok := strings.CutPrefix(what, "reverted with "); ok {
+		return v
+	}
+	if p, ok := strings.CutPrefix(what, "deleted the line matching "); ok {
+		return "deleting the lines matching " + p
+	}
+	return ""
 }
 
 // shownWhole reports whether a changed file's line at level carries its

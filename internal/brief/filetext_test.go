@@ -1,0 +1,37 @@
+package brief
+
+import (
+	"strings"
+	"testing"
+)
+
+// At the least detail the undone changes are counted, each undo with how
+// it undid them: a revert says the file went back to what was committed,
+// a pattern what the changes were.
+func TestUndoneCount(t *testing.T) {
+	f := &fileState{path: "a.py", changes: []change{{id: "m0077", what: "`x` → `y`"}}}
+	debug := undo{id: "m0063", what: "deleted the line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted a"}, {id: "m0049", what: "inserted b"}}}
+	sys := undo{id: "m0063", what: "deleted the line matching `import sys`", changes: []change{{id: "m0051", what: "inserted c"}}}
+	checkout := undo{id: "m0075", what: "reverted with git checkout", changes: []change{{id: "m0069", what: "rewritten"}}}
+	reverse := undo{id: "m0071", what: "the reverse edit", changes: []change{{id: "m0070", what: "`a` → `b`"}}}
+	for _, tc := range []struct {
+		undos []undo
+		want  string
+	}{
+		{[]undo{debug, sys, checkout}, "`x` → `y` [m0077]; 4 earlier changes undone: 3 by deleting the lines matching `DEBUG` or `import sys` [m0063], 1 by git checkout [m0075]"},
+		{[]undo{checkout}, "`x` → `y` [m0077]; 1 earlier change undone by git checkout [m0075]"},
+		{[]undo{reverse}, "`x` → `y` [m0077]; 1 earlier change undone [m0071]"},
+		{[]undo{reverse, checkout}, "`x` → `y` [m0077]; 2 earlier changes undone: 1 [m0071], 1 by git checkout [m0075]"},
+		{[]undo{debug, reverse, reverse, checkout}, "`x` → `y` [m0077]; 5 earlier changes undone [m0063–m0075], the last time by git checkout"},
+	} {
+		f.undone = tc.undos
+		if got := fileText(f, levelMin); got != tc.want {
+			t.Errorf("fileText:\n got %q\nwant %q", got, tc.want)
+		}
+	}
+	// At the full level each undo says how.
+	f.undone = []undo{debug}
+	if got := fileText(f, levelFull); !strings.Contains(got, "undone by deleting the lines matching `DEBUG` [m0063]") {
+		t.Errorf("full level: %q", got)
+	}
+}
