@@ -35,3 +35,13 @@ func TestUndoneCount(t *testing.T) {
 		t.Errorf("full level: %q", got)
 	}
 }
+
+// A hedged sentence ("Or maybe the issue is …") is a guess: it does not
+// weigh as the finding the same words make without the hedge.
+func TestNoteWeightHedged(t *testing.T) {
+	found := "The issue is that `template_changed` returns True for the project root."
+	guess := "Or maybe the issue is that `template_changed` returns True for the project root."
+	if noteWeight(guess) >= noteWeight(found)-1 {
+		t.Errorf("noteWeight(guess) = %v, noteWeight(finding) = %v: the hedge should cost the decision's weight", noteWeight(guess), noteWeight(found))
+	}
+}

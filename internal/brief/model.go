@@ -818,7 +818,7 @@ var (
 func isIntention(s string) bool { return intentRe.MatchString(s) }
 
 // hypothesisRe marks a lead rather than a decision.
-var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect)\b`)
+var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect|maybe|perhaps|wonder)\b`)
 
 // laterRe marks an intention for after the message's own call.
 var laterRe = regexp.MustCompile(`(?i)^(?:after|once|when|then|next|later|finally|afterwards)\b`)

@@ -1367,12 +1367,13 @@ func (l *layout) buildNotes(recency func(int) float64) {
 // "I should revert lines 987 and 1671" over "I suspect it was that".
 func noteWeight(t string) float64 {
 	w := 0.0
-	if strongDecisionRe.MatchString(t) {
-		w += 1
+	hedged := hypothesisRe.MatchString(t)
+	if strongDecisionRe.MatchString(t) && !hedged {
+		w += 1 // "maybe the issue is": a guess, not a finding
 	}
 	n := len(ident.Identifiers(t)) + strings.Count(t, "`")/2 + len(lineNumbers(t))
 	w += math.Min(1.5, 0.5*float64(n))
-	if hypothesisRe.MatchString(t) {
+	if hedged {
 		w -= 0.5
 	}
 	return w
