@@ -47,10 +47,15 @@ func changeList(changes []change, level int) string {
 			continue
 		}
 		room := bodyMax
-		if strings.HasPrefix(g.body, "rewritten by running ") {
+		switch {
+		case strings.HasPrefix(g.body, "rewritten by running "):
 			// What a script wrote is the change itself, as a replacement's
 			// text is; its name alone tells nothing of it.
 			room = max(room, []int{300, 260, 250}[level])
+		case strings.HasPrefix(g.body, "inserted "):
+			// "inserted before line 351: " leaves a few words of the code
+			// in 50 bytes: `if isinstance(data,…` is not the change.
+			room = max(room, 100)
 		}
 		t := clipChange(g.body, room)
 		switch len(g.lines) {

@@ -45,3 +45,14 @@ func TestNoteWeightHedged(t *testing.T) {
 		t.Errorf("noteWeight(guess) = %v, noteWeight(finding) = %v: the hedge should cost the decision's weight", noteWeight(guess), noteWeight(found))
 	}
 }
+
+// An insertion keeps room for its code at every level: the anchor alone
+// takes half of the least detail's room.
+func TestInsertionKeepsItsCode(t *testing.T) {
+	c := change{id: "m0039", what: "inserted before line 351: `if isinstance(data, bytes): ⏎ data = decode_ascii(data)`"}
+	for level := range levels {
+		if got := changeList([]change{c}, level); !strings.Contains(got, "data = decode_ascii(data)`") {
+			t.Errorf("level %d: %q", level, got)
+		}
+	}
+}
