@@ -677,6 +677,15 @@ func outputText(s *step, level int) string {
 		return clip(first, 80)
 	}
 	parts := []string{clip(first, 140)}
+	verdict := verdictLine(o.lines)
+	if verdict != "" && (verdict == raw || strings.Contains(first, verdict)) {
+		verdict = ""
+	}
+	if verdict != "" && level == levelShort {
+		// The conclusion takes its room from the first line's.
+		verdict = clip(verdict, 100)
+		parts[0] = clip(first, max(60, 190-len(verdict)))
+	}
 	if level == levelFull {
 		// The lines the agent referred to, in the output's order; one
 		// the first line already holds is not repeated, and a label
@@ -703,6 +712,12 @@ func outputText(s *step, level int) string {
 			parts = append(parts, clip(last, 140))
 		}
 	}
+	if verdict != "" && !strings.Contains(strings.Join(parts, " "), verdict) {
+		// What the script concluded ("ISSUE NOT REPRODUCED: …") or the
+		// warning the task is about is the run's result, wherever the
+		// first line is.
+		parts = append(parts, clip(verdict, 140))
+	}
 	// Lines picked from a long output are not neighbours: "…" says a
 	// part lies between them, so none reads as the previous one's value.
 	t := strings.Join(parts, " … ")
@@ -711,6 +726,30 @@ func outputText(s *step, level int) string {
 	}
 	return clip(t, []int{480, 200}[level])
 }
+
+// verdictLine is the conclusion a script printed near its end: a line
+// led by capitals ("ISSUE NOT REPRODUCED: Found 'x'", "SUCCESS: …") or
+// a warning kept for the task ("x.py:7: DeprecationWarning: …"), among
+// the last four meaningful lines; "" when none.
+func verdictLine(lines []string) string {
+	seen := 0
+	for i := len(lines) - 1; i >= 0 && seen < 4; i-- {
+		t := strings.TrimSpace(lines[i])
+		if t == "" || t == "[…]" {
+			continue
+		}
+		seen++
+		if verdictRe.MatchString(t) || warningRe.MatchString(t) {
+			return t
+		}
+	}
+	return ""
+}
+
+// verdictRe matches a line led by a word in capitals and a colon or
+// another capital word: "ISSUE REPRODUCED", "BUG: …", "OK: …"; not
+// pytest's "E   x" nor "PASSED" alone.
+var verdictRe = regexp.MustCompile(`^(?:[A-Z]{2,}[ _](?:[A-Z]{2,}[ _:!]?)+|[A-Z]{2,}:)(?:\s|$)`)
 
 // progressLine reports a blank, elided or progress line.
 func progressLine(l string) bool {

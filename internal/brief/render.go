@@ -641,7 +641,7 @@ func fileText(f *fileState, level int) string {
 		parts = append(parts, clip(f.outline, []int{200, 110}[level]))
 	}
 	if f.lastRun != nil && level != levelMin {
-		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clip(resultTextShort(f.lastRun), []int{160, 90}[level]))
+		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clipResult(resultTextShort(f.lastRun), []int{160, 90}[level]))
 	}
 	t := strings.Join(parts, "; ")
 	limit := []int{900, 300, 140}[level]

@@ -181,7 +181,39 @@ func (m *model) lastCheck() (string, *step) {
 	if p := check.prevRun; p != nil && strings.HasPrefix(res, "the same output as") {
 		res += ": " + resultText(m, p, levelShort) // the state reads on its own
 	}
-	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clip(res, 160), check
+	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clipResult(res, 160), check
+}
+
+// clipResult clips a result told as lines picked from an output ("first
+// … picked … last (23 lines)") to max bytes: the picked lines between go
+// first, then the first line is cut, so that the last line, where a
+// script prints its conclusion, stays.
+func clipResult(res string, max int) string {
+	if len(res) <= max {
+		return res
+	}
+	body, tail := res, ""
+	if i := strings.LastIndex(res, " ("); i > 0 && strings.HasSuffix(res, " lines)") {
+		body, tail = res[:i], res[i:]
+	}
+	parts := strings.Split(body, " … ")
+	if len(parts) < 2 || parts[0] == "" {
+		return clip(res, max)
+	}
+	last := parts[len(parts)-1]
+	rest := max - len(tail) - len(" … ") - len(last)
+	if rest < 40 {
+		return clip(res, max)
+	}
+	// The first line, then as many picked lines as fit, then the last.
+	out := clip(parts[0], rest)
+	for _, p := range parts[1 : len(parts)-1] {
+		if len(out)+len(" … ")+len(p) > rest {
+			break
+		}
+		out += " … " + p
+	}
+	return out + " … " + last + tail
 }
 
 // runsAfterChange reports whether a command both changed a file and ran

@@ -1,0 +1,37 @@
+package brief
+
+import "testing"
+
+// A script's conclusion near the end of its output is found; pytest's
+// error lines and a lone status word are not conclusions.
+func TestVerdictLine(t *testing.T) {
+	for _, tc := range []struct {
+		out, want string
+	}{
+		{"Migrations for 'x':\n  - Create model A\n\nISSUE NOT REPRODUCED: Found 'x.Outer.Inner'\n", "ISSUE NOT REPRODUCED: Found 'x.Outer.Inner'"},
+		{"Original: <U3\nSUCCESS: coords preserved as unicode\n", "SUCCESS: coords preserved as unicode"},
+		{"Assigned 257\n/testbed/check.py:7: DeprecationWarning: NumPy will stop allowing conversion\n  xa[xa > 255] = 257\n", "/testbed/check.py:7: DeprecationWarning: NumPy will stop allowing conversion"},
+		{"E   AssertionError: assert 1 == 2\nFAILED test_x.py::test_a\n", ""},
+		{"PASSED\n", ""},
+		{"ISSUE REPRODUCED\na\nb\nc\nd\n", ""}, // too far from the end
+	} {
+		if got := verdictLine(splitLines(tc.out)); got != tc.want {
+			t.Errorf("verdictLine(%q) = %q, want %q", tc.out, got, tc.want)
+		}
+	}
+}
+
+// A result cut for room keeps its last line, where a script concludes.
+func TestClipResult(t *testing.T) {
+	res := "… template_changed result for /testbed/some_app/views.py: None | template_changed result for /testbed/some_app/info.txt: True … ISSUE REPRODUCED: BASE_DIR is in template directories (6 lines)"
+	got := clipResult(res, 160)
+	if len(got) > 160+len("…") { // as clip: max bytes and the ellipsis
+		t.Fatalf("clipResult: %d bytes > 163: %q", len(got), got)
+	}
+	if want := " … ISSUE REPRODUCED: BASE_DIR is in template directories (6 lines)"; got[len(got)-len(want):] != want {
+		t.Errorf("clipResult = %q: the conclusion is cut", got)
+	}
+	if short := "ok, no output"; clipResult(short, 160) != short {
+		t.Errorf("a short result is changed")
+	}
+}
