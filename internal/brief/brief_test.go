@@ -117,6 +117,17 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "a stash pop gives the changes back: not told as a revert",
+			build: func(b *spanBuilder) {
+				b.bash("Fix it.", "sed -i 's/return a - b/return a + b/' calc.py", rc(0, "")).
+					bash("Check the old behaviour.", "git stash", rc(0, "Saved working directory and index state WIP on main")).
+					bash("Back to my fix.", "git stash pop", rc(0, "On branch main\nChanges not staged for commit:\n\tmodified:   calc.py"))
+			},
+			budget:   900,
+			wanted:   []string{"git stash pop → the stashed changes re-applied", "stashed, then re-applied by git stash pop [m0007]"},
+			unwanted: []string{"restored"},
+		},
+		{
 			name: "every line a deletion's pattern matches is undone, those a substitution added too",
 			build: func(b *spanBuilder) {
 				b.bash("Debug it.", `sed -i 's/def makereport(item):/def makereport(item):\n    print(f"DEBUG: phase={item}")/' src/skipping.py`, rc(0, "")).

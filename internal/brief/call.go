@@ -1208,7 +1208,7 @@ func classifyGit(c *shellCmd, out []fileOp) (kind, []fileOp) {
 			return kindOther, out
 		}
 		if sub == "stash" && len(rest) > 0 && (rest[0] == "pop" || rest[0] == "apply") {
-			return kindWrite, append(out, fileOp{path: ".", op: kindWrite, what: "restored with git stash"})
+			return kindWrite, append(out, fileOp{path: ".", op: kindWrite, what: stashPopped})
 		}
 		if sub == "stash" && len(rest) > 0 && rest[0] != "push" && rest[0] != "save" {
 			return kindView, out // list, show
@@ -1609,6 +1609,10 @@ func moreLines(s string) string {
 	}
 	return " (+" + strconv.Itoa(n) + " lines)"
 }
+
+// stashPopped is what git stash pop or apply does: it gives the stashed
+// changes back ("restored" read as the file put back as committed).
+const stashPopped = "the stashed changes re-applied"
 
 // firstCodeLine is the first non-blank line of code, trimmed.
 func firstCodeLine(s string) string {

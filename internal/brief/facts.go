@@ -470,7 +470,7 @@ func changeText(s *step, level int) string {
 		if what == "" {
 			what = op.op.String()
 		}
-		if !strings.Contains(s.f.call.label, op.path) {
+		if op.path != "." && !strings.Contains(s.f.call.label, op.path) { // ".": the work tree, as a stash pop's
 			p := op.path
 			if b := baseName(p); len(p) > 40 && strings.Contains(s.f.call.label, b) {
 				p = b // the label names the file; the full path is in FILES

@@ -1064,12 +1064,12 @@ func (m *model) fileOp(s *step, op fileOp) {
 	if op.path == "" {
 		return
 	}
-	if op.op == kindWrite && op.what == "restored with git stash" {
+	if op.op == kindWrite && op.what == stashPopped {
 		// git stash pop: the changes the last stash undid are back.
 		for _, k := range m.fileKeys {
 			f := m.files[k]
 			if n := len(f.undone); n > 0 && strings.Contains(f.undone[n-1].what, "stash") && !s.failed {
-				f.changes = append(f.undone[n-1].changes, change{id: s.id(), what: "restored by git stash pop"})
+				f.changes = append(f.undone[n-1].changes, change{id: s.id(), what: "stashed, then re-applied by git stash pop"})
 				f.undone = f.undone[:n-1]
 			}
 		}

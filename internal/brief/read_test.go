@@ -62,7 +62,7 @@ func TestClassifyCall(t *testing.T) {
 		{"sed read", "bash", `{"command":"sed -n '10,20p' a.py"}`, kindView, "a.py", "lines 10-20", false},
 		{"heredoc write", "bash", `{"command":"cat <<'EOF' > repro.py\nimport x\nprint(x)\nEOF"}`, kindWrite, "repro.py", "written (2 lines)", false},
 		{"git checkout reverts", "bash", `{"command":"git checkout django/db/models/fields/related.py"}`, kindRevert, "django/db/models/fields/related.py", "reverted with git checkout", false},
-		{"git stash pop restores", "bash", `{"command":"git stash pop"}`, kindWrite, ".", "restored with git stash", false},
+		{"git stash pop restores", "bash", `{"command":"git stash pop"}`, kindWrite, ".", stashPopped, false},
 		{"grep search", "bash", `{"command":"grep -rn \"CommandParser\" src"}`, kindSearch, "", "", false},
 		{"grep with context views", "bash", `{"command":"grep -n -C 5 \"_i_over =\" lib/colors.py"}`, kindView, "lib/colors.py", "around _i_over =", false},
 		{"python script run", "bash", `{"command":"cd /testbed && python reproduce_issue.py"}`, kindRun, "reproduce_issue.py", "", false},
