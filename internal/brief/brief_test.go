@@ -117,6 +117,17 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "a note said again later is quoted once, as said last",
+			build: func(b *spanBuilder) {
+				b.bash("The issue is about datetime axis spacing when `usetex=True`.", "which latex", rc(0, "/usr/bin/latex")).
+					bash("Run it.", "python reproduce_issue.py", rc(0, "Saved reproduction.png")).
+					bash("The issue is about the spacing of the datetime axis when `usetex=True`.", "grep -rn DateFormatter lib/matplotlib/dates.py", rc(0, "12:class DateFormatter:"))
+			},
+			budget:   900,
+			wanted:   []string{"[m0007] The issue is about the spacing of the datetime axis when `usetex=True`."},
+			unwanted: []string{"[m0003] The issue is about datetime axis spacing"},
+		},
+		{
 			name: "a stash pop gives the changes back: not told as a revert",
 			build: func(b *spanBuilder) {
 				b.bash("Fix it.", "sed -i 's/return a - b/return a + b/' calc.py", rc(0, "")).

@@ -1343,7 +1343,7 @@ func (l *layout) buildNotes(recency func(int) float64) {
 		a = b
 	}
 	for k, nt := range m.notes {
-		if rank[k] >= 3 {
+		if rank[k] >= 3 || m.restatedLater(k, rank) {
 			continue
 		}
 		nl := m.noteLine(k)
@@ -1361,6 +1361,71 @@ func (l *layout) buildNotes(recency func(int) float64) {
 		})
 		l.items = append(l.items, it)
 	}
+}
+
+// restateWindow is how many later notes a note is compared with.
+const restateWindow = 40
+
+// restatedLater reports whether a later note of another message, quoted
+// too (rank under 3), says what notes[k] says: three quarters of its
+// content words or more ("The issue is about datetime axis spacing when
+// usetex=True", said again sixteen messages on). The later one is kept:
+// it is the agent's current view. Known for good once the window is read.
+func (m *model) restatedLater(k int, rank []int) bool {
+	nl := m.noteLine(k)
+	if nl.restatedKnown {
+		return nl.restated
+	}
+	restated := false
+	if len(nl.words) >= 4 {
+		for j := k + 1; j < len(m.notes) && j <= k+restateWindow && !restated; j++ {
+			if rank[j] < 3 && m.notes[j].id != m.notes[k].id {
+				restated = sharedWords(nl.words, m.noteLine(j).words)*4 >= len(nl.words)*3
+			}
+		}
+	}
+	nl = m.noteLine(k) // noteLine(j) may have grown the memos
+	if k+restateWindow < len(m.notes) {
+		nl.restated, nl.restatedKnown = restated, true
+	}
+	return restated
+}
+
+// contentWords are a text's distinct words of three letters or more,
+// lower-cased and sorted, without the commonest English ones.
+func contentWords(t string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+	}) {
+		if len(w) >= 3 && !stopWords[w] {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+var stopWords = map[string]bool{"the": true, "and": true, "that": true, "this": true, "with": true, "for": true,
+	"are": true, "was": true, "not": true, "but": true, "from": true, "when": true, "about": true, "then": true,
+	"its": true, "it's": true, "has": true, "have": true, "will": true, "which": true, "there": true, "what": true}
+
+// sharedWords counts the words two sorted lists share.
+func sharedWords(a, b []string) int {
+	n := 0
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] == b[j]:
+			n++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return n
 }
 
 // noteWeight ranks a decision by what it names and how firmly it decides:

@@ -304,6 +304,11 @@ type noteLines struct {
 	ids        []string
 	texts      [levels]string
 	it         item
+	// words are the note's content words, sorted, for restatedLater;
+	// restated is its answer once every note it compares with is read.
+	words         []string
+	restated      bool
+	restatedKnown bool
 }
 
 // noteItem sets the memo's item to it, keeping the identifiers read from
@@ -342,7 +347,7 @@ func (m *model) noteLine(k int) *noteLines {
 // newNoteLines reads what a note's line reads of the note.
 func newNoteLines(nt note) noteLines {
 	return noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
-		ids: []string{nt.id}}
+		ids: []string{nt.id}, words: contentWords(nt.text)}
 }
 
 // noteTexts returns the texts of a note's line, written by write once.
