@@ -2,6 +2,7 @@ package brief
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -252,7 +253,7 @@ var (
 // that they are comments or a docstring only. Empty when neither says
 // anything (a few lines of statements).
 func outline(lines []string) string {
-	var defs []string
+	var defs, consts []string
 	code, shown := 0, 0
 	inDoc := false
 	for _, l := range lines {
@@ -276,6 +277,13 @@ func outline(lines []string) string {
 			continue
 		}
 		code++
+		// A module's constants and an object's settings; a function's
+		// locals (failed = False) are its working, not its values.
+		if m := constantRe.FindStringSubmatch(t); m != nil && len(consts) < 4 && (t == l || strings.HasPrefix(m[1], "self.")) &&
+			!slices.ContainsFunc(consts, func(c string) bool { return strings.HasPrefix(c, m[1]+" = ") }) {
+			consts = append(consts, m[1]+" = "+m[2])
+			continue
+		}
 		if m := definitionRe.FindStringSubmatch(l); m != nil && len(defs) < 8 {
 			d := m[1] + " " + m[2]
 			if num != "" {
@@ -284,14 +292,25 @@ func outline(lines []string) string {
 			defs = append(defs, d)
 		}
 	}
+	var parts []string
+	if len(consts) > 0 {
+		// The values a file sets are what a reader of it learns
+		// (bit_size = 1024, e = 5); its definitions say where to look.
+		parts = append(parts, "sets "+strings.Join(consts, ", "))
+	}
 	switch {
 	case shown >= 5 && code == 0:
 		return "comments or docstrings only, no code"
 	case len(defs) > 0:
-		return "defines " + strings.Join(defs, ", ")
+		parts = append(parts, "defines "+strings.Join(defs, ", "))
 	}
-	return ""
+	return strings.Join(parts, "; ")
 }
+
+// constantRe matches a name given a literal value: a number, a short
+// string or bytes, True, False or None ("self.e = 5", "FLAG = b'HTB{x}'",
+// "MAX_RETRIES: int = 3").
+var constantRe = regexp.MustCompile(`^((?:self\.)?[A-Za-z_]\w*)(?:\s*:\s*\w+)?\s*=\s*(-?\d[\d_.xXa-fA-F]*|[bBrRuUfF]?(?:'[^'\\]{0,40}'|"[^"\\]{0,40}")|True|False|None)\s*(?:#.*)?$`)
 
 func isCommentLine(t string) bool {
 	for _, p := range []string{"#", "//", "/*", "*", "--", "<!--", ";;", "%"} {

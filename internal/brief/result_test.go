@@ -1,6 +1,8 @@
 package brief
 
-import "testing"
+import (
+	"testing"
+)
 
 // A script's conclusion near the end of its output is found; pytest's
 // error lines and a lone status word are not conclusions.
@@ -33,5 +35,25 @@ func TestClipResult(t *testing.T) {
 	}
 	if short := "ok, no output"; clipResult(short, 160) != short {
 		t.Errorf("a short result is changed")
+	}
+}
+
+// A file view's outline gives the values the file sets (a module's
+// constants, an object's settings) before its definitions; a function's
+// locals are left out.
+func TestOutlineConstants(t *testing.T) {
+	lines := []string{
+		"5:FLAG = b'HTB{--REDACTED--}'",
+		"8:class TimeCapsule():",
+		"10:    def __init__(self, msg):",
+		"11:        self.msg = msg",
+		"12:        self.bit_size = 1024",
+		"13:        self.e = 5",
+		"15:    def _get_new_pubkey(self):",
+		"16:        found = False",
+	}
+	want := "sets FLAG = b'HTB{--REDACTED--}', self.bit_size = 1024, self.e = 5; defines class TimeCapsule (l.8), def __init__ (l.10), def _get_new_pubkey (l.15)"
+	if got := outline(lines); got != want {
+		t.Errorf("outline:\n got %q\nwant %q", got, want)
 	}
 }
