@@ -812,7 +812,7 @@ var (
 	intentRe = regexp.MustCompile(`(?i)^(?:now,? |next,? |then,? |first,? |finally,? |(?:after|once|when|if) [^,]{1,60}, )?(?:I will|I'll|I am going to|I'm going to|let me|let's|I need to|we need to|I should|I want to|my next step|the next step)\b`)
 	// decisionRe marks a sentence that decides, explains a cause, or
 	// concludes from evidence.
-	decisionRe = regexp.MustCompile(`(?i)\b(?:it(?:'s| is) (?:possible|likely) that|(?:is|are) (?:likely|probably) (?:related|caused|due)|instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
+	decisionRe = regexp.MustCompile(`(?i)\b(?:it(?:'s| is) (?:possible|likely) that|(?:is|are) (?:likely|probably) (?:related|caused|due)|instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|lies (?:in|within)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
 )
 
 func isIntention(s string) bool { return intentRe.MatchString(s) }
@@ -888,8 +888,10 @@ func sentenceEnd(p string) int {
 		if (c == '.' || c == '!' || c == '?') && p[i+1] == ' ' && i > 0 && p[i-1] != '.' {
 			return i + 1
 		}
-		if (c == '.' || c == '!' || c == '?') && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && p[i-1] >= 'a' && p[i-1] <= 'z' && proseWord(p[i+1:]) {
-			// "message.Next, I'll" (a missing space), not "sympy.Array(3)"
+		if (c == '.' || c == '!' || c == '?') && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 &&
+			(p[i-1] >= 'a' && p[i-1] <= 'z' || strings.IndexByte(")`\"'", p[i-1]) >= 0) && proseWord(p[i+1:]) {
+			// "message.Next, I'll", "totient).The code" (a missing
+			// space), not "sympy.Array(3)"
 			return i + 1
 		}
 	}

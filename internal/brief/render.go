@@ -1355,13 +1355,37 @@ func (l *layout) buildNotes(recency func(int) float64) {
 			first = false
 		}
 		it.texts = m.noteTexts(nl, func(t *[levels]string) {
-			t[levelFull] = "- [" + nt.id + "] " + clip(nt.text, 260)
-			t[levelShort] = "- [" + nt.id + "] " + clip(nt.text, 140)
-			t[levelMin] = "- [" + nt.id + "] " + clip(nt.text, 100)
+			t[levelFull] = "- [" + nt.id + "] " + clipNote(nt.text, 260)
+			t[levelShort] = "- [" + nt.id + "] " + clipNote(nt.text, 140)
+			t[levelMin] = "- [" + nt.id + "] " + clipNote(nt.text, 100)
 		})
 		l.items = append(l.items, it)
 	}
 }
+
+// clipNote clips a decision to max bytes from the clause that decides:
+// "Given that RSA-1024 is not factorizable in reasonable time, the
+// weakness likely lies within the small exponent" keeps "… the weakness
+// likely lies within the small exponent", where a cut at the end keeps
+// the preamble.
+func clipNote(t string, max int) string {
+	if len(t) <= max {
+		return t
+	}
+	if !preambleRe.MatchString(t) {
+		return clip(t, max)
+	}
+	if loc := decisionRe.FindStringIndex(t); loc != nil && loc[1] > max-10 {
+		if i := strings.LastIndex(t[:loc[0]], ", "); i > 0 {
+			return "… " + clip(t[i+2:], max-len("… "))
+		}
+	}
+	return clip(t, max)
+}
+
+// preambleRe matches a sentence that opens on a clause of its premises
+// ("Given that …, ", "Since …, "): what it decides comes after.
+var preambleRe = regexp.MustCompile(`^(?:Given|Since|Considering|Now that)\b[^,]{8,}, `)
 
 // restateWindow is how many later notes a note is compared with.
 const restateWindow = 40
