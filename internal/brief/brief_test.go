@@ -1203,6 +1203,33 @@ func TestHandOffRules(t *testing.T) {
 			t.Fatalf("the issue's quoted words are listed as the agent's:\n%s", d.Text)
 		}
 	})
+	t.Run("a record the agent concluded on outranks a newer one", func(t *testing.T) {
+		build := func(conclude bool) *spanBuilder {
+			var b spanBuilder
+			b.step("", "get_reservation_details", `{"reservation_id":"59XX6W"}`, `{"reservation_id": "59XX6W", "origin": "LAS", "destination": "ATL", "cabin": "economy", "insurance": "yes", "payment": "credit_card_2408938 624"}`)
+			if conclude {
+				b.say("Reservation 59XX6W can be canceled because it has travel insurance.")
+			} else {
+				b.say("Noted.")
+			}
+			for _, id := range []string{"7WPL39", "K2LM0P", "Q8TR5V"} {
+				b.step("", "get_reservation_details", `{"reservation_id":"`+id+`"}`, `{"reservation_id": "`+id+`", "origin": "DEN", "destination": "EWR", "cabin": "basic_economy", "insurance": "no", "payment": "credit_card_4303738 402"}`)
+			}
+			return &b
+		}
+		var kept [2]bool
+		for i, conclude := range []bool{false, true} {
+			b := build(conclude)
+			d, err := Write(context.Background(), Input{Span: b.msgs, BudgetTokens: 200, CountTokens: counter(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kept[i] = strings.Contains(d.Text, "- 59XX6W [m0003]")
+		}
+		if kept[0] || !kept[1] {
+			t.Fatalf("59XX6W kept without the conclusion: %v, with it: %v (the budget should hold three of the four records)", kept[0], kept[1])
+		}
+	})
 	t.Run("the index leaves out names the pinned head already gives", func(t *testing.T) {
 		issue := "See https://code.djangoproject.com/ticket/32744 for the regression in TEMPLATES DIRS."
 		var b spanBuilder

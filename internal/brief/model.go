@@ -2009,6 +2009,17 @@ func (m *model) userSaid(v string) bool {
 }
 
 // usedLater reports whether a call after a record was read passed its id.
+// decidedOn reports whether one of the agent's decisions (its notes)
+// names id.
+func (m *model) decidedOn(id string) bool {
+	for _, n := range m.notes {
+		if containsWord(n.text, id) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *model) usedLater(r *recordState) bool {
 	if n, ok := m.argValues[r.id]; ok && n > r.n {
 		return true

@@ -1038,6 +1038,10 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		it.prio += 2.5
 	case m.usedLater(r):
 		it.prio += 1.25 // a later call acted on it: it is in play
+	case m.decidedOn(r.id):
+		// The agent concluded on it ("59XX6W can be canceled because it
+		// has travel insurance"): the conclusion needs its record.
+		it.prio += 1.25
 	}
 	if t == nil {
 		rest := r.rec
