@@ -117,6 +117,23 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "the same syntax error further down the file is another error",
+			build: func(b *spanBuilder) {
+				tb := func(line string) string {
+					return "Traceback (most recent call last):\n  File \"/testbed/run.py\", line 3, in <module>\n    import constraints\n" +
+						"  File \"/testbed/constraints.py\", line " + line + "\n    and self.code\n    ^\nIndentationError: unexpected indent\n"
+				}
+				b.bash("Run it.", "python run.py", rc(1, tb("135"))).
+					bash("Fix the repr.", "sed -i '135d' constraints.py", rc(0, "")).
+					bash("Again.", "python run.py", rc(1, tb("144"))).
+					bash("Fix eq.", "sed -i '144d' constraints.py", rc(0, "")).
+					bash("Again.", "python run.py", rc(0, "ok"))
+			},
+			budget: 900,
+			wanted: []string{"(at /testbed/constraints.py line 135) [m0003]: resolved [m0007] after changing constraints.py [m0005]",
+				"(at /testbed/constraints.py line 144) [m0007]: resolved [m0011] after changing constraints.py [m0009]"},
+		},
+		{
 			name: "a note said again later is quoted once, as said last",
 			build: func(b *spanBuilder) {
 				b.bash("The issue is about datetime axis spacing when `usetex=True`.", "which latex", rc(0, "/usr/bin/latex")).

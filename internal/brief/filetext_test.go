@@ -18,10 +18,10 @@ func TestUndoneCount(t *testing.T) {
 		undos []undo
 		want  string
 	}{
-		{[]undo{debug, sys, checkout}, "`x` → `y` [m0077]; 4 earlier changes undone: 3 by deleting the lines matching `DEBUG` or `import sys` [m0063], 1 by git checkout [m0075]"},
+		{[]undo{debug, sys, checkout}, "`x` → `y` [m0077]; earlier, 3 added lines matching `DEBUG` or `import sys` deleted again [m0063], 1 change undone by git checkout [m0075]"},
 		{[]undo{checkout}, "`x` → `y` [m0077]; 1 earlier change undone by git checkout [m0075]"},
 		{[]undo{reverse}, "`x` → `y` [m0077]; 1 earlier change undone [m0071]"},
-		{[]undo{reverse, checkout}, "`x` → `y` [m0077]; 2 earlier changes undone: 1 [m0071], 1 by git checkout [m0075]"},
+		{[]undo{reverse, checkout}, "`x` → `y` [m0077]; earlier, 1 change undone [m0071], 1 change undone by git checkout [m0075]"},
 		{[]undo{debug, reverse, reverse, checkout}, "`x` → `y` [m0077]; 5 earlier changes undone [m0063–m0075], the last time by git checkout"},
 	} {
 		f.undone = tc.undos

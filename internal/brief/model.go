@@ -1436,6 +1436,14 @@ func (m *model) trackError(s *step) {
 		key = kindKey
 	}
 	for _, e := range m.errors {
+		if e.line == line && e.key == key && e.resolved == "" && syntaxMovedOn(e.at, o.errAt, line) {
+			// The same syntax error further down the same file: Python
+			// stops at the first one, so the one before is gone, and
+			// this is another.
+			e.resolved, e.resolvedBy = s.id(), s
+			e.fix = m.fixBetween(e, s)
+			continue
+		}
 		// A side command's error ("cat: /tmp/debug.log: No such file or
 		// directory") is one error whatever line it came from.
 		if e.line == line && (e.key == key || sideCommandRe.MatchString(line)) && e.resolved == "" {
@@ -1460,6 +1468,23 @@ func (m *model) trackError(s *step) {
 		}
 	}
 	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s, raisedBy: raisedBy})
+}
+
+// syntaxMovedOn reports an error that stops a program before it runs
+// (line), raised at now, further down the file it was raised in before
+// (at): "… constraints.py line 144" after "… constraints.py line 135".
+func syntaxMovedOn(at, now, line string) bool {
+	if at == "" || now == "" || at == now || !earlyErrorRe.MatchString(line) {
+		return false
+	}
+	f1, l1, ok1 := strings.Cut(at, " line ")
+	f2, l2, ok2 := strings.Cut(now, " line ")
+	if !ok1 || !ok2 || f1 != f2 {
+		return false
+	}
+	n1, err1 := strconv.Atoi(strings.Fields(l1 + " ")[0])
+	n2, err2 := strconv.Atoi(strings.Fields(l2 + " ")[0])
+	return err1 == nil && err2 == nil && n2 > n1
 }
 
 // expected reports an error that is no fault left open: the agent

@@ -694,11 +694,18 @@ func undoneCount(undos []undo) string {
 		g := groups[0]
 		return plural(n, "earlier change") + " undone" + by(g.how) + " [" + g.id + "]"
 	case len(groups) <= 3:
+		// Each told as a fact of its own: "4 added lines matching `DEBUG`
+		// deleted again [m0063], 3 changes undone by git checkout [m0075]"
+		// (a count followed by its ways read as a code to decode).
 		parts := make([]string, len(groups))
 		for i, g := range groups {
-			parts[i] = strconv.Itoa(g.n) + by(g.how) + " [" + g.id + "]"
+			if p, ok := strings.CutPrefix(g.how, "deleting the lines matching "); ok {
+				parts[i] = plural(g.n, "added line") + " matching " + p + " deleted again [" + g.id + "]"
+				continue
+			}
+			parts[i] = plural(g.n, "change") + " undone" + by(g.how) + " [" + g.id + "]"
 		}
-		return plural(n, "earlier change") + " undone: " + strings.Join(parts, ", ")
+		return "earlier, " + strings.Join(parts, ", ")
 	}
 	t := plural(n, "earlier change") + " undone [" + undos[0].id + "–" + undos[len(undos)-1].id + "]"
 	if v, ok := strings.CutPrefix(undos[len(undos)-1].what, "reverted with "); ok {
