@@ -117,6 +117,17 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "a passing test whose output shows an exception says so",
+			build: func(b *spanBuilder) {
+				b.bash("Run the reproduction test.", "python tests/runtests.py queries.test_reproduce_issue", rc(0,
+					"Traceback (most recent call last):\n  File \"/testbed/django/db/models/sql/query.py\", line 1473, in names_to_path\n    raise FieldError(msg)\n"+
+						"django.core.exceptions.FieldError: Cannot resolve keyword 'num' into field.\nexclude() crashed with: Cannot resolve keyword 'num' into field.\n\n"+
+						"----------------------------------------------------------------------\nRan 1 test in 0.004s\n\nOK\n"))
+			},
+			budget: 900,
+			wanted: []string{"OK, though its output shows django.core.exceptions.FieldError: Cannot resolve keyword 'num' into field."},
+		},
+		{
 			name: "the same syntax error further down the file is another error",
 			build: func(b *spanBuilder) {
 				tb := func(line string) string {

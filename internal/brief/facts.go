@@ -330,8 +330,12 @@ func testText(o *output, level int) string {
 	if len(o.failed) > 0 {
 		max := []int{4, 2, 1}[level]
 		t += "; " + strings.Join(headLines(o.failed, max), "; ")
+	} else if o.testsOK && o.errLine != "" {
+		// A test that catches what it checks passes while the code it
+		// runs raises: "OK" alone reads as the check passing.
+		t += ", though its output shows " + clip(o.errLine, []int{200, 120, 70}[level])
 	}
-	return clip(t, []int{320, 180, 100}[level])
+	return clip(t, []int{320, 180, 120}[level])
 }
 
 // searchText: no match; up to three hits whole; else the count and the
