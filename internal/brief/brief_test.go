@@ -97,6 +97,13 @@ func mustNotContain(t *testing.T, text string, bad ...string) {
 }
 
 // The rules of ../shared/exemplars, each on the smallest span that shows it.
+// syntaxTrace is Python's report of a syntax error in constraints.py at
+// line, quoting its source.
+func syntaxTrace(line, source string) string {
+	return "Traceback (most recent call last):\n  File \"/testbed/run.py\", line 3, in <module>\n    import constraints\n" +
+		"  File \"/testbed/constraints.py\", line " + line + "\n    " + source + "\n    ^\nIndentationError: unexpected indent\n"
+}
+
 func TestHandOffRules(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -117,6 +124,28 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "a script's conclusion is told once, in the output's order",
+			build: func(b *spanBuilder) {
+				long := "Final rows: " + strings.Repeat("row(id=1, name='a', value=3.5) ", 6)
+				b.bash("Run it.", "python reproduce.py", rc(0, "Setting up the database\nQuerying rows\nstep 3\nstep 4\nstep 5\n"+
+					"ISSUE REPRODUCED: the queryset returned the wrong rows for the filter\n"+long+"\n"))
+			},
+			budget:   900,
+			wanted:   []string{"… ISSUE REPRODUCED: the queryset returned the wrong rows for the filter … Final rows: row(id=1"},
+			unwanted: []string{"Final rows: row(id=1, name='a', value=3.5) row(id=1, name='a', value=3.5) row(id=1, name='a', value=3.5) row(id=1,… … ISSUE"},
+		},
+		{
+			name: "a passing test with a side command's miss is not said to show an exception",
+			build: func(b *spanBuilder) {
+				b.bash("Test from scratch.", "rm db.sqlite3; python manage.py test polls", rc(0,
+					"rm: cannot remove 'db.sqlite3': No such file or directory\nCreating test database for alias 'default'...\n"+
+						"...\n----------------------------------------------------------------------\nRan 3 tests in 0.010s\n\nOK\n"))
+			},
+			budget:   900,
+			wanted:   []string{"ran 3 tests: OK"},
+			unwanted: []string{"though its output shows"},
+		},
+		{
 			name: "a passing test whose output shows an exception says so",
 			build: func(b *spanBuilder) {
 				b.bash("Run the reproduction test.", "python tests/runtests.py queries.test_reproduce_issue", rc(0,
@@ -130,19 +159,26 @@ func TestHandOffRules(t *testing.T) {
 		{
 			name: "the same syntax error further down the file is another error",
 			build: func(b *spanBuilder) {
-				tb := func(line string) string {
-					return "Traceback (most recent call last):\n  File \"/testbed/run.py\", line 3, in <module>\n    import constraints\n" +
-						"  File \"/testbed/constraints.py\", line " + line + "\n    and self.code\n    ^\nIndentationError: unexpected indent\n"
-				}
-				b.bash("Run it.", "python run.py", rc(1, tb("135"))).
+				b.bash("Run it.", "python run.py", rc(1, syntaxTrace("135", "(self.name, self.check),"))).
 					bash("Fix the repr.", "sed -i '135d' constraints.py", rc(0, "")).
-					bash("Again.", "python run.py", rc(1, tb("144"))).
+					bash("Again.", "python run.py", rc(1, syntaxTrace("144", "and self.code"))).
 					bash("Fix eq.", "sed -i '144d' constraints.py", rc(0, "")).
 					bash("Again.", "python run.py", rc(0, "ok"))
 			},
 			budget: 900,
 			wanted: []string{"(at /testbed/constraints.py line 135) [m0003]: resolved [m0007] after changing constraints.py [m0005]",
 				"(at /testbed/constraints.py line 144) [m0007]: resolved [m0011] after changing constraints.py [m0009]"},
+		},
+		{
+			name: "a syntax error pushed down by lines inserted above it is the same error",
+			build: func(b *spanBuilder) {
+				b.bash("Run it.", "python run.py", rc(1, syntaxTrace("135", "and self.code"))).
+					bash("Log first.", "sed -i '1i import logging' constraints.py", rc(0, "")).
+					bash("Again.", "python run.py", rc(1, syntaxTrace("136", "and self.code")))
+			},
+			budget:   900,
+			wanted:   []string{"(at /testbed/constraints.py line 135) [m0003, m0007]: unresolved"},
+			unwanted: []string{"resolved [m0007]"},
 		},
 		{
 			name: "a note said again later is quoted once, as said last",
@@ -163,7 +199,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("Back to my fix.", "git stash pop", rc(0, "On branch main\nChanges not staged for commit:\n\tmodified:   calc.py"))
 			},
 			budget:   900,
-			wanted:   []string{"git stash pop → the stashed changes re-applied", "stashed, then re-applied by git stash pop [m0007]"},
+			wanted:   []string{"git stash pop → the stashed changes re-applied", "stashed, then re-applied [m0007]"},
 			unwanted: []string{"restored"},
 		},
 		{

@@ -1610,8 +1610,9 @@ func moreLines(s string) string {
 	return " (+" + strconv.Itoa(n) + " lines)"
 }
 
-// stashPopped is what git stash pop or apply does: it gives the stashed
-// changes back ("restored" read as the file put back as committed).
+// stashPopped is what git stash pop or apply does (both told alike): it
+// gives the stashed changes back ("restored" read as the file put back as
+// committed).
 const stashPopped = "the stashed changes re-applied"
 
 // firstCodeLine is the first non-blank line of code, trimmed.

@@ -330,7 +330,7 @@ func testText(o *output, level int) string {
 	if len(o.failed) > 0 {
 		max := []int{4, 2, 1}[level]
 		t += "; " + strings.Join(headLines(o.failed, max), "; ")
-	} else if o.testsOK && o.errLine != "" {
+	} else if o.testsOK && o.raisedBy == "" && exceptionRe.MatchString(o.errLine) && !cleanupMissingRe.MatchString(o.errLine) {
 		// A test that catches what it checks passes while the code it
 		// runs raises: "OK" alone reads as the check passing.
 		t += ", though its output shows " + clip(o.errLine, []int{200, 120, 70}[level])
@@ -686,9 +686,11 @@ func outputText(s *step, level int) string {
 		verdict = ""
 	}
 	if verdict != "" && level == levelShort {
-		// The conclusion takes its room from the first line's.
+		// The conclusion takes its room from the first line's: the
+		// whole stays within the level's 200 bytes with its joint and
+		// line count.
 		verdict = clip(verdict, 100)
-		parts[0] = clip(first, max(60, 190-len(verdict)))
+		parts[0] = clip(first, max(60, 200-len(verdict)-len(" … ")-len(" (10000 lines)")-len("…")))
 	}
 	if level == levelFull {
 		// The lines the agent referred to, in the output's order; one
@@ -713,10 +715,15 @@ func outputText(s *step, level int) string {
 			}
 		}
 		if last := lastMeaningful(o.lines); last != "" && last != raw && len(parts) < 4 && !strings.Contains(strings.Join(parts, " "), last) {
+			if verdict != "" && verdict != last {
+				// The conclusion, printed before the last line, is told
+				// before it: the lines keep the output's order.
+				parts = append(parts, clip(verdict, 140))
+			}
 			parts = append(parts, clip(last, 140))
 		}
 	}
-	if verdict != "" && !strings.Contains(strings.Join(parts, " "), verdict) {
+	if verdict != "" && !strings.Contains(strings.Join(parts, " "), clip(verdict, 140)) {
 		// What the script concluded ("ISSUE NOT REPRODUCED: …") or the
 		// warning the task is about is the run's result, wherever the
 		// first line is.
@@ -750,10 +757,10 @@ func verdictLine(lines []string) string {
 	return ""
 }
 
-// verdictRe matches a line led by a word in capitals and a colon or
-// another capital word: "ISSUE REPRODUCED", "BUG: …", "OK: …"; not
-// pytest's "E   x" nor "PASSED" alone.
-var verdictRe = regexp.MustCompile(`^(?:[A-Z]{2,}[ _](?:[A-Z]{2,}[ _:!]?)+|[A-Z]{2,}:)(?:\s|$)`)
+// verdictRe matches a line a script leads with its conclusion: "ISSUE
+// NOT REPRODUCED: …", "BUG FIXED", "SUCCESS: …", "FAIL: test_x"; not a
+// log line (DEBUG:, INFO:, WARNING:), SQL (CREATE TABLE) or a constant.
+var verdictRe = regexp.MustCompile(`^(?:ISSUE|BUG|SUCCESS|SUCCEEDED|FAILURE|FAILED|FAIL|PASSED|PASS|RESULT|FIXED|CONFIRMED|REPRODUCED|VERIFIED)(?:[ _][A-Z]{2,})*(?:[:!.]|$)`)
 
 // progressLine reports a blank, elided or progress line.
 func progressLine(l string) bool {

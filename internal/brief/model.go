@@ -220,6 +220,10 @@ type recordState struct {
 	changed []string // messages of calls that changed it
 	status  string   // the change's outcome, from the mutating call's result
 	n       int
+	// decided memoizes decidedOn: whether notes[:decidedN] name it after
+	// step decidedAt (its n then).
+	decided             bool
+	decidedN, decidedAt int
 }
 
 // errState is one error and what became of it.
@@ -818,7 +822,7 @@ var (
 func isIntention(s string) bool { return intentRe.MatchString(s) }
 
 // hypothesisRe marks a lead rather than a decision.
-var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect|maybe|perhaps|wonder)\b`)
+var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect)\b`)
 
 // laterRe marks an intention for after the message's own call.
 var laterRe = regexp.MustCompile(`(?i)^(?:after|once|when|then|next|later|finally|afterwards)\b`)
@@ -888,14 +892,28 @@ func sentenceEnd(p string) int {
 		if (c == '.' || c == '!' || c == '?') && p[i+1] == ' ' && i > 0 && p[i-1] != '.' {
 			return i + 1
 		}
-		if (c == '.' || c == '!' || c == '?') && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 &&
-			(p[i-1] >= 'a' && p[i-1] <= 'z' || strings.IndexByte(")`\"'", p[i-1]) >= 0) && proseWord(p[i+1:]) {
+		if (c == '.' || c == '!' || c == '?') && p[i+1] >= 'A' && p[i+1] <= 'Z' && i > 0 && proseWord(p[i+1:]) &&
+			(p[i-1] >= 'a' && p[i-1] <= 'z' || strings.IndexByte(")`\"'", p[i-1]) >= 0 && sentenceStarts(p[i+1:])) {
 			// "message.Next, I'll", "totient).The code" (a missing
-			// space), not "sympy.Array(3)"
+			// space), not "sympy.Array(3)" nor "reflect.ValueOf(v).Elem is"
 			return i + 1
 		}
 	}
 	return len(p)
+}
+
+// sentenceStarts reports whether s starts with a word that opens
+// sentences (The, This, I, So, …): after a closing parenthesis or quote,
+// a capital word may be a selector (".Elem", ".Header").
+func sentenceStarts(s string) bool {
+	w, _, _ := strings.Cut(s, " ")
+	w = strings.TrimRight(w, ",")
+	switch w {
+	case "The", "This", "That", "These", "Those", "It", "Its", "I", "I'll", "I'm", "We", "So", "Now", "Then", "Since", "Given",
+		"To", "Let's", "Each", "But", "And", "If", "In", "A", "An", "My", "Our", "Next", "Also", "However", "Once", "There":
+		return true
+	}
+	return false
 }
 
 // proseWord reports whether s starts with a word of prose: letters (and
@@ -1071,7 +1089,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		for _, k := range m.fileKeys {
 			f := m.files[k]
 			if n := len(f.undone); n > 0 && strings.Contains(f.undone[n-1].what, "stash") && !s.failed {
-				f.changes = append(f.undone[n-1].changes, change{id: s.id(), what: "stashed, then re-applied by git stash pop"})
+				f.changes = append(f.undone[n-1].changes, change{id: s.id(), what: "stashed, then re-applied"})
 				f.undone = f.undone[:n-1]
 			}
 		}
@@ -1436,10 +1454,12 @@ func (m *model) trackError(s *step) {
 		key = kindKey
 	}
 	for _, e := range m.errors {
-		if e.line == line && e.key == key && e.resolved == "" && syntaxMovedOn(e.at, o.errAt, line) {
-			// The same syntax error further down the same file: Python
-			// stops at the first one, so the one before is gone, and
-			// this is another.
+		if e.line == line && e.key == key && e.resolved == "" && syntaxMovedOn(e.at, o.errAt, line) &&
+			syntaxSource(e.lastFailed.f.out.lines) != syntaxSource(o.lines) {
+			// The same syntax error further down the same file, at
+			// another source line (not the same one pushed down by lines
+			// inserted above it): Python stops at the first one, so the
+			// one before is gone, and this is another.
 			e.resolved, e.resolvedBy = s.id(), s
 			e.fix = m.fixBetween(e, s)
 			continue
@@ -1474,8 +1494,8 @@ func (m *model) trackError(s *step) {
 // (line), raised at now, further down the file it was raised in before
 // (at): "… constraints.py line 144" after "… constraints.py line 135".
 func syntaxMovedOn(at, now, line string) bool {
-	if at == "" || now == "" || at == now || !earlyErrorRe.MatchString(line) {
-		return false
+	if at == "" || now == "" || at == now || !syntaxErrorRe.MatchString(line) {
+		return false // (an import error's place moves with the lines above it)
 	}
 	f1, l1, ok1 := strings.Cut(at, " line ")
 	f2, l2, ok2 := strings.Cut(now, " line ")
@@ -1485,6 +1505,23 @@ func syntaxMovedOn(at, now, line string) bool {
 	n1, err1 := strconv.Atoi(strings.Fields(l1 + " ")[0])
 	n2, err2 := strconv.Atoi(strings.Fields(l2 + " ")[0])
 	return err1 == nil && err2 == nil && n2 > n1
+}
+
+// syntaxErrorRe matches an error Python raises at the source line it
+// cannot parse.
+var syntaxErrorRe = regexp.MustCompile(`\b(?:SyntaxError|IndentationError|TabError)\b`)
+
+// syntaxSource is the source line a syntax error report quotes: the line
+// after its last `File "x.py", line N` (without "in f": a parse error
+// has no function); "" when there is none.
+func syntaxSource(lines []string) string {
+	src := ""
+	for i, l := range lines {
+		if m := frameRe.FindStringSubmatch(l); m != nil && m[3] == "" && i+1 < len(lines) {
+			src = strings.TrimSpace(lines[i+1])
+		}
+	}
+	return src
 }
 
 // expected reports an error that is no fault left open: the agent
@@ -2035,14 +2072,21 @@ func (m *model) userSaid(v string) bool {
 
 // usedLater reports whether a call after a record was read passed its id.
 // decidedOn reports whether one of the agent's decisions (its notes)
-// names id.
-func (m *model) decidedOn(id string) bool {
-	for _, n := range m.notes {
-		if containsWord(n.text, id) {
-			return true
-		}
+// written after r was read names it. A short or numeric id ("2") is a
+// word of many sentences: none is. The notes only grow, so each is read
+// once per record.
+func (m *model) decidedOn(r *recordState) bool {
+	if len(r.id) < 5 || isNumber(r.id) {
+		return false
 	}
-	return false
+	if r.decidedAt != r.n || r.decidedN > len(m.notes) {
+		r.decided, r.decidedN, r.decidedAt = false, 0, r.n
+	}
+	for ; !r.decided && r.decidedN < len(m.notes); r.decidedN++ {
+		nt := m.notes[r.decidedN]
+		r.decided = nt.n > r.n && containsWord(nt.text, r.id)
+	}
+	return r.decided
 }
 
 func (m *model) usedLater(r *recordState) bool {

@@ -32,3 +32,11 @@ func TestClipNote(t *testing.T) {
 		t.Errorf("clipNote(subject) lost the subject: %q", got)
 	}
 }
+
+// A capital selector after a call in prose is not a new sentence.
+func TestSentencesKeepSelectors(t *testing.T) {
+	text := "The bug is that reflect.ValueOf(v).Elem is nil because the pointer was never set."
+	if got := sentences(text); len(got) != 1 {
+		t.Errorf("sentences split a selector: %q", got)
+	}
+}

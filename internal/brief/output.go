@@ -255,6 +255,7 @@ var (
 func outline(lines []string) string {
 	var defs, consts []string
 	code, shown := 0, 0
+	inInit := false
 	inDoc := false
 	for _, l := range lines {
 		num := ""
@@ -279,12 +280,17 @@ func outline(lines []string) string {
 		code++
 		// A module's constants and an object's settings; a function's
 		// locals (failed = False) are its working, not its values.
-		if m := constantRe.FindStringSubmatch(t); m != nil && len(consts) < 4 && (t == l || strings.HasPrefix(m[1], "self.")) &&
+		if m := constantRe.FindStringSubmatch(t); m != nil && len(consts) < 3 && len(m[2]) <= 24 &&
+			(t == strings.TrimRight(l, " \t\r") || inInit && strings.HasPrefix(m[1], "self.")) &&
 			!slices.ContainsFunc(consts, func(c string) bool { return strings.HasPrefix(c, m[1]+" = ") }) {
 			consts = append(consts, m[1]+" = "+m[2])
 			continue
 		}
-		if m := definitionRe.FindStringSubmatch(l); m != nil && len(defs) < 8 {
+		m := definitionRe.FindStringSubmatch(l)
+		if m != nil {
+			inInit = m[2] == "__init__" // an object's settings are those its constructor makes
+		}
+		if m != nil && len(defs) < 8 {
 			d := m[1] + " " + m[2]
 			if num != "" {
 				d += " (l." + num + ")"

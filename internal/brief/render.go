@@ -1045,7 +1045,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		it.prio += 2.5
 	case m.usedLater(r):
 		it.prio += 1.25 // a later call acted on it: it is in play
-	case m.decidedOn(r.id):
+	case m.decidedOn(r):
 		// The agent concluded on it ("59XX6W can be canceled because it
 		// has travel insurance"): the conclusion needs its record.
 		it.prio += 1.25
@@ -1467,7 +1467,7 @@ func sharedWords(a, b []string) int {
 // "I should revert lines 987 and 1671" over "I suspect it was that".
 func noteWeight(t string) float64 {
 	w := 0.0
-	hedged := hypothesisRe.MatchString(t)
+	hedged := hedgeRe.MatchString(t)
 	if strongDecisionRe.MatchString(t) && !hedged {
 		w += 1 // "maybe the issue is": a guess, not a finding
 	}
@@ -1478,6 +1478,11 @@ func noteWeight(t string) float64 {
 	}
 	return w
 }
+
+// hedgeRe marks a sentence the agent does not commit to ("Or maybe the
+// issue is …"): it weighs as a guess. (Not hypothesisRe, which also
+// makes a note the span's framing lead.)
+var hedgeRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect|maybe|perhaps|wonder)\b`)
 
 var strongDecisionRe = regexp.MustCompile(`(?i)\b(?:should (?:revert|keep|only|not|use|change)|instead|decided|revert|because|root cause|the (?:fix|cause|bug|issue|problem) (?:is|was))\b`)
 
@@ -2057,6 +2062,7 @@ func indexNames(line string) []string {
 // index lists identifiers the text does not carry, best first, within
 // room tokens.
 func (l *layout) index(room, scale float64) string {
+	l.lastIndexNames = nil // a choice without an index lists none
 	if room <= 8 {
 		return ""
 	}
@@ -2197,9 +2203,12 @@ func indexKindOf(id string) int {
 // errorName: an exception's or a warning's class name (KeyError,
 // django.core.exceptions.ValidationError), a name of code otherwise.
 func errorName(id string) bool {
+	// The last part names the class: KeyError, not handleError, log.Error
+	// or os.Exit.
+	name := id[strings.LastIndexByte(id, '.')+1:]
 	for _, suf := range [...]string{"Error", "Exception", "Warning", "Exit", "Interrupt"} {
-		if strings.HasSuffix(id, suf) {
-			return len(id) > len(suf) && !strings.ContainsAny(id, "/()[] ")
+		if strings.HasSuffix(name, suf) {
+			return len(name) > len(suf) && name[0] >= 'A' && name[0] <= 'Z' && !strings.ContainsAny(id, "/()[] ")
 		}
 	}
 	return false
@@ -2213,7 +2222,7 @@ var fileExtensions = map[string]bool{
 	"cs": true, "swift": true, "kt": true, "json": true, "yaml": true, "yml": true, "toml": true,
 	"cfg": true, "ini": true, "txt": true, "md": true, "rst": true, "html": true, "css": true,
 	"scss": true, "sh": true, "sql": true, "xml": true, "csv": true, "po": true, "lock": true,
-	"log": true, "ipynb": true,
+	"ipynb": true, // not "log": np.log, math.log
 }
 
 // groupIndex lists the index's names by kind, best first within each

@@ -13,8 +13,14 @@ func TestVerdictLine(t *testing.T) {
 		{"Migrations for 'x':\n  - Create model A\n\nISSUE NOT REPRODUCED: Found 'x.Outer.Inner'\n", "ISSUE NOT REPRODUCED: Found 'x.Outer.Inner'"},
 		{"Original: <U3\nSUCCESS: coords preserved as unicode\n", "SUCCESS: coords preserved as unicode"},
 		{"Assigned 257\n/testbed/check.py:7: DeprecationWarning: NumPy will stop allowing conversion\n  xa[xa > 255] = 257\n", "/testbed/check.py:7: DeprecationWarning: NumPy will stop allowing conversion"},
-		{"E   AssertionError: assert 1 == 2\nFAILED test_x.py::test_a\n", ""},
-		{"PASSED\n", ""},
+		{"E   AssertionError: assert 1 == 2\nFAILED test_x.py::test_a\n", ""}, // pytest's summary: read as a test run
+		{"Testing the fix\nDone.\nPASSED\n", "PASSED"},
+		// Log lines, SQL and constants are not conclusions.
+		{"Testing the fix\nDEBUG: cache size = 3\nDone.\n", ""},
+		{"INFO:     Application startup complete.\n", ""},
+		{" * Running on http://127.0.0.1:5000\nWARNING: This is a development server.\n", ""},
+		{"CREATE TABLE foo (id integer);\n", ""},
+		{"MAX_RETRIES = 3\nTODO: later\n", ""},
 		{"ISSUE REPRODUCED\na\nb\nc\nd\n", ""}, // too far from the end
 	} {
 		if got := verdictLine(splitLines(tc.out)); got != tc.want {
@@ -51,6 +57,7 @@ func TestOutlineConstants(t *testing.T) {
 		"13:        self.e = 5",
 		"15:    def _get_new_pubkey(self):",
 		"16:        found = False",
+		"17:        self.maxDiff = None",
 	}
 	want := "sets FLAG = b'HTB{--REDACTED--}', self.bit_size = 1024, self.e = 5; defines class TimeCapsule (l.8), def __init__ (l.10), def _get_new_pubkey (l.15)"
 	if got := outline(lines); got != want {
