@@ -2070,7 +2070,6 @@ func (m *model) userSaid(v string) bool {
 	return false
 }
 
-// usedLater reports whether a call after a record was read passed its id.
 // decidedOn reports whether one of the agent's decisions (its notes)
 // written after r was read names it. A short or numeric id ("2") is a
 // word of many sentences: none is. The notes only grow, so each is read
@@ -2089,6 +2088,7 @@ func (m *model) decidedOn(r *recordState) bool {
 	return r.decided
 }
 
+// usedLater reports whether a call after a record was read passed its id.
 func (m *model) usedLater(r *recordState) bool {
 	if n, ok := m.argValues[r.id]; ok && n > r.n {
 		return true
