@@ -1,7 +1,10 @@
 package brief
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -43,16 +46,50 @@ func TestListTextCountsTheWholeOutput(t *testing.T) {
 }
 
 // The index lists its names by kind (files, other names, exceptions,
-// links), best first within each kind.
+// links), best first within each kind; the record in the same order.
 func TestGroupIndex(t *testing.T) {
 	ids := []string{"ValueError", "django.conf", "https://code.djangoproject.com/ticket/33285", "tests/test_a.py",
 		"Field.db_parameters", "settings.py", "django.core.exceptions.ValidationError", "get_dirs()", "varchar(22)"}
 	want := "tests/test_a.py, settings.py, django.conf, Field.db_parameters, get_dirs(), varchar(22), " +
 		"ValueError, django.core.exceptions.ValidationError, https://code.djangoproject.com/ticket/33285"
-	if got := groupIndex(ids); got != want {
+	if got := strings.Join(groupIndex(ids), ", "); got != want {
 		t.Errorf("groupIndex:\n got %q\nwant %q", got, want)
 	}
 	if got := indexNames(want); len(got) != len(ids) {
 		t.Errorf("indexNames read %d names back, want %d: %q", len(got), len(ids), got)
+	}
+}
+
+// The record's index lists what the text's index line lists, in the same
+// order, and nothing when the text has none: a later briefing folds an
+// earlier one from either.
+func TestRecordIndexMatchesText(t *testing.T) {
+	count := counter(t)
+	seen := 0
+	for name, msgs := range histories(t) {
+		head, span := headAndSpan(msgs)
+		for _, budget := range []int{300, 500, 1500} {
+			d, err := Write(context.Background(), Input{Head: head, Span: span, BudgetTokens: budget, CountTokens: count})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r Record
+			if err := json.Unmarshal(d.Structured, &r); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			var fromText []string
+			for _, line := range strings.Split(d.Text, "\n") {
+				if sec, rest, ok := sectionLine(line); ok && sec == secIndex {
+					fromText = indexNames(rest)
+				}
+			}
+			if !slices.Equal(r.Index, fromText) {
+				t.Fatalf("%s at %d tokens: the record's index %q, the text's %q", name, budget, r.Index, fromText)
+			}
+			seen += len(fromText)
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no briefing had an index")
 	}
 }

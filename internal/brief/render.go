@@ -139,7 +139,7 @@ type layout struct {
 	// lastIndex and lastOmitted are the index and left-out line of the
 	// last choice, for the structured record.
 	lastIndex, lastOmitted string
-	lastIndexNames         []string // lastIndex's names, best first
+	lastIndexNames         []string // lastIndex's names, in its order
 	// indexNeed estimates the tokens of the whole identifier index, to
 	// reserve no more room for it than it can use.
 	indexNeed float64
@@ -2166,8 +2166,10 @@ func (l *layout) index(room, scale float64) string {
 			break // full, or only long identifiers left
 		}
 	}
-	l.lastIndexNames = out
-	return groupIndex(out)
+	// The record lists them as the text does: a later briefing folds an
+	// earlier one from either, and breaks ties by their order.
+	l.lastIndexNames = groupIndex(out)
+	return strings.Join(l.lastIndexNames, ", ")
 }
 
 // The index's kinds, in the order it lists them: forty names read as
@@ -2227,13 +2229,13 @@ var fileExtensions = map[string]bool{
 
 // groupIndex lists the index's names by kind, best first within each
 // kind.
-func groupIndex(ids []string) string {
+func groupIndex(ids []string) []string {
 	var byKind [numIndexKinds][]string
 	for _, id := range ids {
 		k := indexKindOf(id)
 		byKind[k] = append(byKind[k], id)
 	}
-	return strings.Join(slices.Concat(byKind[:]...), ", ")
+	return slices.Concat(byKind[:]...)
 }
 
 // gramSet marks the three-byte sequences of a text, hashed into bits: a
