@@ -113,6 +113,21 @@ func TestHandOffRules(t *testing.T) {
 		unwanted []string // not in it
 	}{
 		{
+			name: "a call repeated with the same answer is told once, naming the first",
+			build: func(b *spanBuilder) {
+				out := "[" + flight("HAT072", "IAH", "SFO", "09:00", "13:00", 130, 282) + ", " + flight("HAT180", "IAH", "SFO", "07:00", "11:00", 130, 346) + "]"
+				back := "[" + flight("HAT082", "SFO", "IAH", "23:00", "03:00", 164, 323) + ", " + flight("HAT278", "SFO", "IAH", "16:00", "20:00", 187, 443) + "]"
+				there, again := `{"origin": "IAH", "destination": "SFO", "date": "2024-05-19"}`, `{"origin": "SFO", "destination": "IAH", "date": "2024-05-23"}`
+				b.step("", "search_direct_flight", there, out).step("", "search_direct_flight", again, back).
+					say("Here are the flights.").user("Any after 8am?").
+					step("", "search_direct_flight", there, out).step("", "search_direct_flight", again, back)
+			},
+			budget: 900,
+			wanted: []string{"[m0009] search_direct_flight(origin=IAH, destination=SFO, date=2024-05-19) (same answer as m0003) → 2 records (columns: departure-arrival; prices (economy, business)): HAT072 09:00-13:00, 130/282 | HAT180 07:00-11:00, 130/346",
+				"[m0011] search_direct_flight(origin=SFO, destination=IAH, date=2024-05-23) (same answer as m0005) → 2 records"},
+			unwanted: []string{"[m0003] search_direct_flight", "[m0005] search", "LEFT OUT"},
+		},
+		{
 			name: "net change per file: a revert cancels earlier edits",
 			build: func(b *spanBuilder) {
 				b.bash("Apply the change everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
@@ -1580,10 +1595,49 @@ func TestSentences(t *testing.T) {
 	}
 }
 
+// flight writes a flight search result the way tau-bench's airline tools do.
+func flight(num, from, to, dep, arr string, econ, bus int) string {
+	return fmt.Sprintf(`{"flight_number": %q, "origin": %q, "destination": %q, "scheduled_departure_time_est": "%s:00", "scheduled_arrival_time_est": "%s:00", "status": "available", "available_seats": {"economy": 7, "business": 11}, "prices": {"economy": %d, "business": %d}, "date": "2024-05-24"}`, num, from, to, dep, arr, econ, bus)
+}
+
+func TestOptionsDigest(t *testing.T) {
+	a, b := flight("HAT069", "JFK", "SEA", "06:00", "12:00", 123, 333), flight("HAT083", "JFK", "SEA", "01:00", "07:00", 137, 485)
+	x, y := flight("HAT011", "SEA", "SFO", "13:00", "15:00", 177, 294), flight("HAT258", "SEA", "SFO", "17:00", "19:00", 167, 417)
+	recs := parseRecords("["+strings.Join([]string{"[" + a + ", " + x + "]", "[" + a + ", " + y + "]", "[" + b + ", " + x + "]"}, ", ")+"]", "")
+	named := func(string) bool { return false }
+	for _, tc := range []struct {
+		level int
+		want  string
+	}{
+		{levelFull, "2 parts: HAT069 then HAT011 or HAT258; HAT083 then HAT011; the parts (columns: origin-destination; departure-arrival; prices (economy, business)): " +
+			"HAT069 JFK-SEA, 06:00-12:00, 123/333 | HAT011 SEA-SFO, 13:00-15:00, 177/294 | HAT258 SEA-SFO, 17:00-19:00, 167/417 | HAT083 JFK-SEA, 01:00-07:00, 137/485"},
+		{levelMin, "2 parts: HAT069 then HAT011 or HAT258; HAT083 then HAT011; the parts (departure-arrival; prices (economy, business)): " +
+			"HAT069 06:00-12:00, 123/333 | HAT011 13:00-15:00, 177/294 | HAT258 17:00-19:00, 167/417 | HAT083 01:00-07:00, 137/485"},
+	} {
+		if got := optionsDigest(recs, tc.level, named); got != tc.want {
+			t.Errorf("level %d:\n got %q\nwant %q", tc.level, got, tc.want)
+		}
+	}
+	// Parts that do not chain have no route; a plain list is no options list.
+	if got := optionsDigest(parseRecords("["+a+", "+x+"]", ""), levelFull, named); got != "" {
+		t.Errorf("a plain list: %q", got)
+	}
+	if got := recordsDigest(parseRecords("["+a+", "+b+"]", ""), levelMin, named); got != "(departure-arrival; prices (economy, business)): HAT069 06:00-12:00, 123/333 | HAT083 01:00-07:00, 137/485" {
+		t.Errorf("the least detail leaves out the seats and joins the times: %q", got)
+	}
+	economy := func(w string) bool { return w == "economy" }
+	if got := recordsDigest(parseRecords("["+a+", "+b+"]", ""), levelMin, economy); got != "(departure-arrival; prices (economy)): HAT069 06:00-12:00, 123 | HAT083 01:00-07:00, 137" {
+		t.Errorf("the least detail keeps the prices of the cabin the user named: %q", got)
+	}
+	if got := recordsDigest(parseRecords("["+a+", "+b+"]", ""), levelShort, economy); !strings.Contains(got, "123/333") {
+		t.Errorf("more detail keeps every cabin: %q", got)
+	}
+}
+
 func TestRecordsDigest(t *testing.T) {
 	recs := parseRecords(`[{"flight_number": "HAT052", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": "03:00:00", "status": "available", "prices": {"economy": 125, "business": 328}}, {"flight_number": "HAT102", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": "21:00:00", "status": "available", "prices": {"economy": 117, "business": 296}}]`, "")
 	want := "(columns: scheduled_departure_time_est; prices (economy, business)): HAT052 03:00, 125/328 | HAT102 21:00, 117/296"
-	if got := recordsDigest(recs); got != want {
+	if got := recordsDigest(recs, levelFull, nil); got != want {
 		t.Fatalf("recordsDigest = %q, want %q", got, want)
 	}
 }

@@ -128,6 +128,9 @@ func (g *group) text(m *model, level int) string {
 	if len(g.steps) > 1 {
 		b.WriteString(" (×" + strconv.Itoa(len(g.steps)) + ")")
 	}
+	if e := m.repeatOf(g.first()); e != nil {
+		b.WriteString(" (same answer as " + e.id() + ")")
+	}
 	// The runs of a group printed the same: the first one's result says
 	// what it printed (the later ones would say "the same output as" it).
 	res := resultText(m, g.first(), level)
@@ -897,8 +900,16 @@ func recordsText(m *model, s *step, level int) string {
 	// Alike records (search results) are told by what tells them apart at
 	// every level: the same fields written out per record take twice the
 	// room and are cut before the prices.
-	if d := recordsDigest(recs); d != "" {
+	named := func(w string) bool { return m.userNamed(w, s.n) }
+	if d := recordsDigest(recs, level, named); d != "" {
 		return clip(t+" "+d, []int{1400, 700, 360}[level])
+	}
+	// Combinations (one-stop flights) take more room: at the least detail
+	// they are named by their parts, and the lean digest comes a level up.
+	if level < levelMin {
+		if d := optionsDigest(recs, level+1, named); d != "" {
+			return clip(strconv.Itoa(len(recs))+" options of "+d, []int{1400, 700}[level])
+		}
 	}
 	if max == 0 {
 		ids := make([]string, 0, len(recs))
@@ -921,35 +932,67 @@ func recordsText(m *model, s *step, level int) string {
 var (
 	numberMapRe = regexp.MustCompile(`^\w+ -?\d+(?:\.\d+)?(?:, \w+ -?\d+(?:\.\d+)?)*$`)
 	secondsRe   = regexp.MustCompile(`\b(\d{1,2}:\d{2}):00\b`)
+	clockRe     = regexp.MustCompile(`^\d{1,2}:\d{2}(?:\+\d)?$`)
 	choiceRe    = regexp.MustCompile(`(?i)price|cost|fare|amount|total|time|date|depart|arriv|seat|stock|status`)
+	// availRe names what is left of a thing (seats, stock): at the least
+	// detail a digest keeps what one chooses by (times, prices) over it.
+	availRe = regexp.MustCompile(`(?i)seat|stock|avail|inventory|quantity`)
 )
 
-// recordsDigest writes a list of alike records (search results) by what
-// tells them apart, the things one is chosen by: "(columns:
-// scheduled_departure_time_est; prices (basic_economy, economy, business)):
-// HAT052 03:00, 54/125/328 | HAT102 21:00, 81/117/296". Empty when the
-// records are not alike or nothing short tells them apart.
-func recordsDigest(recs []record) string {
-	if len(recs) < 2 || len(recs) > 12 {
-		return ""
-	}
-	shape := recs[0].shape()
-	for _, r := range recs[1:] {
-		if r.shape() != shape {
-			return ""
+// digestColumn is one column of a digest: a field that tells alike records
+// apart, its value per record.
+type digestColumn struct {
+	name, label string
+	values      []string
+	avail       bool
+	route       bool
+	// keys name the numbers of a column of several ("prices (economy,
+	// business)": 123/333), whose values join them with "/".
+	keys []string
+}
+
+// onlyKeys keeps the numbers of a column of several that named says to
+// keep, when it keeps some but not all.
+func (c digestColumn) onlyKeys(named func(string) bool) digestColumn {
+	var keep []int
+	for i, k := range c.keys {
+		if named(k) {
+			keep = append(keep, i)
 		}
 	}
-	type column struct {
-		name   string
-		label  string
-		values []string
+	if len(keep) == 0 || len(keep) == len(c.keys) {
+		return c
 	}
-	var cols []column
+	out := c
+	out.keys, out.values = nil, make([]string, len(c.values))
+	for _, i := range keep {
+		out.keys = append(out.keys, c.keys[i])
+	}
+	out.label = c.name + " (" + strings.Join(out.keys, ", ") + ")"
+	for r, v := range c.values {
+		nums := strings.Split(v, "/")
+		if len(nums) != len(c.keys) {
+			return c
+		}
+		picked := make([]string, len(keep))
+		for j, i := range keep {
+			picked[j] = nums[i]
+		}
+		out.values[r] = strings.Join(picked, "/")
+	}
+	return out
+}
+
+// digestColumns returns the fields of alike records that one chooses
+// between them by (times, prices, seats) and that differ between them.
+// Two clock columns in a row become one ("departure-arrival": 06:00-12:00).
+func digestColumns(recs []record) []digestColumn {
+	var cols []digestColumn
 	for _, f := range recs[0].fields {
 		if !choiceRe.MatchString(f.name) {
 			continue
 		}
-		c := column{name: f.name, label: f.name}
+		c := digestColumn{name: f.name, label: f.name, avail: availRe.MatchString(f.name)}
 		varies, ok := false, true
 		for _, r := range recs {
 			v, _ := r.value(f.name)
@@ -962,6 +1005,7 @@ func recordsDigest(recs []record) string {
 					keys, nums = append(keys, k), append(nums, n)
 				}
 				c.label = f.name + " (" + strings.Join(keys, ", ") + ")"
+				c.keys = keys
 				v = strings.Join(nums, "/")
 			case len(v) <= 12:
 				v = secondsRe.ReplaceAllString(v, "$1")
@@ -970,29 +1014,243 @@ func recordsDigest(recs []record) string {
 			}
 			c.values = append(c.values, v)
 		}
-		if ok && varies {
-			cols = append(cols, c)
+		if !ok || !varies {
+			continue
+		}
+		if n := len(cols); n > 0 && clockColumn(cols[n-1]) && clockColumn(c) {
+			prev := &cols[n-1]
+			prev.label = spanLabel(prev.name, c.name)
+			for i := range prev.values {
+				prev.values[i] += "-" + c.values[i]
+			}
+			prev.name += "," // joined: not a clock column any more
+			continue
+		}
+		cols = append(cols, c)
+	}
+	return cols
+}
+
+func clockColumn(c digestColumn) bool {
+	if strings.HasSuffix(c.name, ",") {
+		return false
+	}
+	for _, v := range c.values {
+		if !clockRe.MatchString(v) {
+			return false
 		}
 	}
-	if len(cols) == 0 {
-		return ""
+	return true
+}
+
+// spanLabel names two columns by the words that tell them apart:
+// "departure-arrival" for scheduled_departure_time_est and
+// scheduled_arrival_time_est.
+func spanLabel(a, b string) string {
+	wa, wb := strings.Split(a, "_"), strings.Split(b, "_")
+	var ua, ub []string
+	for _, w := range wa {
+		if !slices.Contains(wb, w) {
+			ua = append(ua, w)
+		}
 	}
-	if len(cols) > 4 {
-		cols = cols[:4]
+	for _, w := range wb {
+		if !slices.Contains(wa, w) {
+			ub = append(ub, w)
+		}
 	}
+	if len(ua) == 0 || len(ub) == 0 {
+		return a + "-" + b
+	}
+	return strings.Join(ua, "_") + "-" + strings.Join(ub, "_")
+}
+
+// pickColumns keeps at most four columns; at the least detail, what is
+// left of each (seats) and the parts' route (the combinations say how
+// they chain) go when other columns remain, and a column of several
+// numbers (prices per cabin) keeps those the user named (economy), if any.
+func pickColumns(cols []digestColumn, level int, named func(string) bool) []digestColumn {
+	if level == levelMin {
+		var keep []digestColumn
+		for _, c := range cols {
+			if !c.avail && !c.route {
+				keep = append(keep, c.onlyKeys(named))
+			}
+		}
+		if len(keep) > 0 {
+			cols = keep
+		}
+	}
+	return cols[:min(len(cols), 4)]
+}
+
+func columnLabels(cols []digestColumn, level int) string {
 	labels := make([]string, len(cols))
 	for i, c := range cols {
 		labels[i] = c.label
 	}
+	if level == levelMin {
+		return "(" + strings.Join(labels, "; ") + ")"
+	}
+	return "(columns: " + strings.Join(labels, "; ") + ")"
+}
+
+func columnRow(id string, cols []digestColumn, k int) string {
+	vals := make([]string, len(cols))
+	for i, c := range cols {
+		vals[i] = c.values[k]
+	}
+	return id + " " + strings.Join(vals, ", ")
+}
+
+// recordsDigest writes a list of alike records (search results) by what
+// tells them apart, the things one is chosen by: "(columns:
+// departure-arrival; prices (basic_economy, economy, business)): HAT052
+// 03:00-09:00, 54/125/328 | HAT102 21:00-03:00+1, 81/117/296". Empty when
+// the records are not alike or nothing short tells them apart.
+func recordsDigest(recs []record, level int, named func(string) bool) string {
+	if len(recs) < 2 || len(recs) > 12 || !alike(recs) {
+		return ""
+	}
+	cols := digestColumns(recs)
+	if len(cols) == 0 {
+		return ""
+	}
+	cols = pickColumns(cols, level, named)
 	rows := make([]string, len(recs))
 	for k, r := range recs {
-		vals := make([]string, len(cols))
-		for i, c := range cols {
-			vals[i] = c.values[k]
-		}
-		rows[k] = r.id + " " + strings.Join(vals, ", ")
+		rows[k] = columnRow(r.id, cols, k)
 	}
-	return "(columns: " + strings.Join(labels, "; ") + "): " + strings.Join(rows, " | ")
+	return columnLabels(cols, level) + ": " + strings.Join(rows, " | ")
+}
+
+func alike(recs []record) bool {
+	shape := recs[0].shape()
+	for _, r := range recs[1:] {
+		if r.shape() != shape {
+			return false
+		}
+	}
+	return true
+}
+
+// optionsDigest writes a list of combinations (one-stop flights: pairs of
+// legs) as the combinations by their parts' ids, grouped by what they
+// begin with, then each distinct part once with what tells the parts
+// apart: "2 parts in order: HAT069 then HAT011 or HAT258; HAT083 then
+// HAT011; the parts (columns: origin-destination; departure-arrival;
+// prices (economy, business)): HAT069 JFK-SEA, 06:00-12:00, 123/333 | …".
+// A part's prices are the facts a choice between combinations adds up.
+// Empty unless every record is a combination of as many alike parts.
+func optionsDigest(recs []record, level int, named func(string) bool) string {
+	n := len(recs[0].parts)
+	if n < 2 || len(recs) > 40 {
+		return ""
+	}
+	var parts []record
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if len(r.parts) != n {
+			return ""
+		}
+		for _, p := range r.parts {
+			if !seen[p.id] {
+				seen[p.id] = true
+				parts = append(parts, p)
+			}
+		}
+	}
+	if len(parts) < 2 || len(parts) > 24 || !alike(parts) {
+		return ""
+	}
+	cols := digestColumns(parts)
+	if route := routeColumn(recs, parts); route != nil {
+		cols = append([]digestColumn{*route}, cols...)
+	}
+	if len(cols) == 0 {
+		return ""
+	}
+	cols = pickColumns(cols, level, named)
+	// The combinations, grouped by their first n-1 parts.
+	var heads []string
+	lasts := map[string][]string{}
+	for _, r := range recs {
+		ids := make([]string, n)
+		for i, p := range r.parts {
+			ids[i] = p.id
+		}
+		h := strings.Join(ids[:n-1], " then ")
+		if _, ok := lasts[h]; !ok {
+			heads = append(heads, h)
+		}
+		lasts[h] = append(lasts[h], ids[n-1])
+	}
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(n) + " parts: ")
+	for i, h := range heads {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(h + " then " + orList(lasts[h]))
+	}
+	rows := make([]string, len(parts))
+	for k, p := range parts {
+		rows[k] = columnRow(p.id, cols, k)
+	}
+	b.WriteString("; the parts " + columnLabels(cols, level) + ": " + strings.Join(rows, " | "))
+	return b.String()
+}
+
+// orList writes "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
+}
+
+// routeColumn finds the two fields that chain the parts of every
+// combination (a leg's destination is the next leg's origin) and returns
+// them as one column of the parts ("JFK-SEA"), or nil.
+func routeColumn(recs []record, parts []record) *digestColumn {
+	fs := parts[0].fields
+	for _, from := range fs {
+		for _, to := range fs {
+			if from.name == to.name || choiceRe.MatchString(from.name) || choiceRe.MatchString(to.name) || len(from.value) > 12 || len(to.value) > 12 {
+				continue
+			}
+			if chains(recs, from.name, to.name) {
+				c := &digestColumn{name: from.name + "," + to.name, label: from.name + "-" + to.name, route: true}
+				for _, p := range parts {
+					a, _ := p.value(from.name)
+					z, _ := p.value(to.name)
+					c.values = append(c.values, a+"-"+z)
+				}
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// chains reports that in every combination each part's to field is the
+// next part's from field, and that no part goes from a place to itself.
+func chains(recs []record, from, to string) bool {
+	for _, r := range recs {
+		for i, p := range r.parts {
+			a, _ := p.value(from)
+			z, _ := p.value(to)
+			if a == "" || a == z {
+				return false
+			}
+			if i+1 < len(r.parts) {
+				if next, _ := r.parts[i+1].value(from); next != z {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func headLines2(r []record, n int) []record {

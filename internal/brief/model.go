@@ -60,6 +60,8 @@ type userMsg struct {
 	// earlier marks a harness reminder quoted by a folded briefing and
 	// not repeated in the new messages.
 	earlier bool
+	// at is how many steps came before the message first said it.
+	at int
 }
 
 // note is a sentence the assistant wrote, with its message.
@@ -341,6 +343,11 @@ type model struct {
 	byID   map[string][]*step
 	lastOf []int
 	byIDN  int
+	// repeats gives each step the earlier step it repeats (see repeatOf),
+	// from the read-only calls indexed by their label.
+	repeats  []*step
+	byLabel  map[string][]*step
+	repeatsN int
 	// outcomes holds the outcomes of the runs and tests by command, and
 	// outcomesAt each step's command's (see runOutcomes).
 	outcomes   map[string]*outcomeSet
@@ -684,9 +691,28 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 			return
 		}
 	}
-	u := userMsg{ids: []string{msg.ID}, text: t}
+	u := userMsg{ids: []string{msg.ID}, text: t, at: len(m.steps)}
 	u.repeatAt, u.repeatOf = repeatsHead(t, m.head)
 	m.users = append(m.users, u)
+}
+
+// userNamed reports whether the user, before step n, named w as a word
+// (case aside; "basic economy" names basic_economy): in the pinned task
+// or a message of the span. A step's text may depend on it: what it reads
+// is fixed when the step is.
+func (m *model) userNamed(w string, n int) bool {
+	w = strings.ToLower(strings.ReplaceAll(w, "_", " "))
+	for i := range m.head {
+		if m.head[i].Role == briefd.RoleUser && containsWord(strings.ToLower(m.head[i].Content.String()), w) {
+			return true
+		}
+	}
+	for i := range m.users {
+		if m.users[i].at <= n && containsWord(strings.ToLower(m.users[i].text), w) {
+			return true
+		}
+	}
+	return false
 }
 
 // said is the message as the briefing quotes it: whole, or up to where it

@@ -22,6 +22,9 @@ type record struct {
 	// lists are the fields holding a list of ids (a profile's
 	// reservations), to tell which ids were read later and which not.
 	lists map[string][]string
+	// parts are the records a combination is made of (a one-stop
+	// flight's legs), in order; nil for a plain record.
+	parts []record
 }
 
 type field struct {
@@ -57,15 +60,17 @@ func parseRecords(body, key string) []record {
 				// A combination of records (a one-stop flight's legs): one
 				// record named by its parts' ids.
 				var ids []string
+				var parts []record
 				for _, part := range el {
 					if o, ok := part.(*object); ok {
 						if _, id := recordID(o); id != "" {
 							ids = append(ids, id)
+							parts = append(parts, toRecord(o, ""))
 						}
 					}
 				}
 				if len(ids) > 0 {
-					out = append(out, record{id: strings.Join(ids, "+"), fields: []field{{name: "parts", value: condenseValue(el, 1)}}})
+					out = append(out, record{id: strings.Join(ids, "+"), fields: []field{{name: "parts", value: condenseValue(el, 1)}}, parts: parts})
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package brief
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"os"
 	"regexp"
@@ -1064,7 +1065,11 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// and the ids of the long ones, as table rows do.
 		brief := rest
 		brief.fields = nil
+		named := func(w string) bool { return m.userNamed(w, r.n) }
 		for _, f := range rest.fields {
+			if numberMapRe.MatchString(f.value) {
+				f.value = namedNumbers(f.value, named)
+			}
 			if len(f.value) > minCell && !looksLikeDate(f.value) && !(holdsIDs(f.value) && len(f.value) <= 260) && !(numberMapRe.MatchString(f.value) && len(f.value) <= 70) {
 				// A record's own lists of ids (its reservations, its
 				// payment methods, with their balances when short) are
@@ -1106,6 +1111,23 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 	l.items = append(l.items, it)
 }
 
+// namedNumbers keeps, of "basic_economy 63, economy 163, business 235",
+// the numbers the user named ("economy 163"), when it names some but not
+// all.
+func namedNumbers(v string, named func(string) bool) string {
+	pairs := strings.Split(v, ", ")
+	var keep []string
+	for _, p := range pairs {
+		if k, _, _ := strings.Cut(p, " "); named(k) {
+			keep = append(keep, p)
+		}
+	}
+	if len(keep) == 0 || len(keep) == len(pairs) {
+		return v
+	}
+	return strings.Join(keep, ", ")
+}
+
 // baseImportance ranks a step by what it did.
 var baseImportance = [...]float64{kindOther: 3, kindList: 1.5, kindInstall: 2, kindView: 4, kindSearch: 4.5, kindLookup: 5,
 	kindHTTP: 6, kindRun: 6.5, kindTest: 7.5, kindThink: 3, kindWrite: 6.5, kindEdit: 6.5, kindDelete: 5, kindRevert: 6.5,
@@ -1129,7 +1151,22 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			rest = append(rest, s)
 		}
 	}
-	for _, g := range m.stepGroups(rest) {
+	groups := m.stepGroups(rest)
+	// A call repeated with the same answer is told once, by its last
+	// repeat, which names the earlier one.
+	var repeated map[*step]bool
+	for _, g := range groups {
+		if e := m.repeatOf(g.first()); e != nil && !told[e.n] {
+			if repeated == nil {
+				repeated = map[*step]bool{}
+			}
+			repeated[e] = true
+		}
+	}
+	for _, g := range groups {
+		if len(g.steps) == 1 && repeated[g.first()] {
+			continue
+		}
 		s := g.last()
 		k := s.f.call.kind
 		p := baseImportance[k] + 4*recency(s.n)
@@ -1162,10 +1199,19 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	}
 }
 
+// groupSteps are the steps a group's line tells: its own, after the
+// earlier call its first step repeats, which the line names.
+func (m *model) groupSteps(g *group) []*step {
+	if e := m.repeatOf(g.first()); e != nil {
+		return append([]*step{e}, g.steps...)
+	}
+	return g.steps
+}
+
 // groupItem returns the item of a group's line at priority p.
 func (m *model) groupItem(g *group, p float64) *item {
 	gl := m.groupLine(g)
-	return gl.item(item{sec: secSteps, prio: p, order: float64(g.first().n), ids: gl.ids, steps: g.steps, texts: gl.texts, idents: gl.idents})
+	return gl.item(item{sec: secSteps, prio: p, order: float64(g.first().n), ids: gl.ids, steps: m.groupSteps(g), texts: gl.texts, idents: gl.idents})
 }
 
 // groupIdents are the identifiers a group's steps carry at full detail.
@@ -1838,6 +1884,14 @@ func (l *layout) fit() (string, int) {
 		// Leave the layout as the best text chose it, for the record.
 		l.choose(bestScale)
 	}
+	if debugFit {
+		// What was chosen: section, priority, level (-1 left out), the
+		// texts' sizes per level, and the least one's start.
+		for _, it := range l.byPrio {
+			fmt.Fprintf(os.Stderr, "item %d %.2f %d %d/%d/%d %s %s\n", it.sec, it.prio, it.level, len(it.texts[0]), len(it.texts[1]), len(it.texts[2]), strings.Join(it.ids, ","), clip(it.texts[levelMin], 100))
+		}
+		fmt.Fprintf(os.Stderr, "budget %d, text %d tokens\n", l.budget, bestN)
+	}
 	return l.render(l.extras()), bestN
 }
 
@@ -1949,6 +2003,13 @@ func (l *layout) choose(scale float64) {
 			}
 		}
 	}
+	l.finish(room-used, scale)
+}
+
+// finish drops the headers of tables without a row shown, then writes the
+// index in the room left (free, in estimated tokens) and the left-out line
+// (lastIndex, lastOmitted).
+func (l *layout) finish(free, scale float64) {
 	shownRows := map[string]bool{}
 	for _, it := range l.items {
 		if it.group != "" && !it.header && it.level >= 0 {
@@ -1960,7 +2021,7 @@ func (l *layout) choose(scale float64) {
 			it.level = -1
 		}
 	}
-	idx := l.index(math.Min(room-used-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
+	idx := l.index(math.Min(free-estimate("LEFT OUT FOR SIZE: ")*scale*6, l.indexShare*float64(l.budget)), scale)
 	omitted := l.omittedText()
 	l.lastIndex, l.lastOmitted = idx, omitted
 }

@@ -425,6 +425,31 @@ func (m *model) indexCalls() {
 	}
 }
 
+// repeatOf returns the earliest step that s repeats: a read-only call
+// (a lookup, search or HTTP request) with the same label that answered
+// the same, or nil. The index grows with the steps: a step's outcome is
+// fixed when read.
+func (m *model) repeatOf(s *step) *step {
+	if m.byLabel == nil {
+		m.byLabel = map[string][]*step{}
+	}
+	for ; m.repeatsN < len(m.steps); m.repeatsN++ {
+		t := m.steps[m.repeatsN]
+		var rep *step
+		if k := t.f.call.kind; k == kindLookup || k == kindSearch || k == kindHTTP {
+			for _, e := range m.byLabel[t.f.call.label] {
+				if sameOutcome(e, t) {
+					rep = e
+					break
+				}
+			}
+			m.byLabel[t.f.call.label] = append(m.byLabel[t.f.call.label], t)
+		}
+		m.repeats = append(m.repeats, rep)
+	}
+	return m.repeats[s.n]
+}
+
 // namedIdents returns the span's identifiers that are not bare numbers,
 // in order, and the tokens an index of them all would take. The list
 // grows with idOrder, which reading only appends to; the sum is taken in
