@@ -128,6 +128,31 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"[m0003] search_direct_flight", "[m0005] search", "LEFT OUT"},
 		},
 		{
+			name: "a call repeated with another answer is not the same answer",
+			build: func(b *spanBuilder) {
+				args := `{"origin": "IAH", "destination": "SFO", "date": "2024-05-19"}`
+				b.step("", "search_direct_flight", args, "["+flight("HAT072", "IAH", "SFO", "09:00", "13:00", 130, 282)+", "+flight("HAT180", "IAH", "SFO", "07:00", "11:00", 130, 346)+"]").
+					bash("", "python check.py", rc(0, "ok")).
+					step("", "search_direct_flight", args, "["+flight("HAT072", "IAH", "SFO", "09:00", "13:00", 130, 282)+", "+flight("HAT180", "IAH", "SFO", "07:00", "11:00", 999, 999)+"]")
+			},
+			budget:   900,
+			wanted:   []string{"130/346", "999/999"},
+			unwanted: []string{"same answer"},
+		},
+		{
+			name: "three calls with one answer: the last names the two before, and a repeated empty search is not left out",
+			build: func(b *spanBuilder) {
+				res := "[" + flight("HAT072", "IAH", "SFO", "09:00", "13:00", 130, 282) + ", " + flight("HAT180", "IAH", "SFO", "07:00", "11:00", 130, 346) + "]"
+				args := `{"origin": "IAH", "destination": "SFO", "date": "2024-05-19"}`
+				b.step("", "search_direct_flight", args, res).bash("", "grep -rn 'frobnicate' src/", rc(1, "")).
+					step("", "search_direct_flight", args, res).bash("", "python -m pytest", rc(0, "1 passed")).bash("", "grep -rn 'frobnicate' src/", rc(1, "")).
+					step("", "search_direct_flight", args, res).bash("", "grep -rn 'twiddle' src/", rc(1, ""))
+			},
+			budget:   2000,
+			wanted:   []string{"(same answer as m0003, m0007) → 2 records"},
+			unwanted: []string{"LEFT OUT", "[m0003] search_direct", "[m0007] search_direct"},
+		},
+		{
 			name: "net change per file: a revert cancels earlier edits",
 			build: func(b *spanBuilder) {
 				b.bash("Apply the change everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
@@ -1624,6 +1649,16 @@ func TestOptionsDigest(t *testing.T) {
 	}
 	if got := recordsDigest(parseRecords("["+a+", "+b+"]", ""), levelMin, named); got != "(departure-arrival; prices (economy, business)): HAT069 06:00-12:00, 123/333 | HAT083 01:00-07:00, 137/485" {
 		t.Errorf("the least detail leaves out the seats and joins the times: %q", got)
+	}
+	// Numbers under other keys in another record make no column; two
+	// clock columns that are not a span's two ends stay apart.
+	odd := parseRecords(`[{"id": "A1", "dep": "06:00", "prices": {"economy": 100, "business": 300}}, {"id": "A2", "dep": "07:00", "prices": {"basic_economy": 50, "economy": 120}}]`, "")
+	if got := recordsDigest(odd, levelMin, func(w string) bool { return w == "economy" }); strings.Contains(got, "prices") {
+		t.Errorf("prices under other keys: %q", got)
+	}
+	trip := parseRecords(`[{"id": "T1", "departure_time": "06:00", "travel_time": "02:30"}, {"id": "T2", "departure_time": "08:00", "travel_time": "01:45"}]`, "")
+	if got := recordsDigest(trip, levelFull, nil); got != "(columns: departure_time; travel_time): T1 06:00, 02:30 | T2 08:00, 01:45" {
+		t.Errorf("a duration is not an arrival: %q", got)
 	}
 	economy := func(w string) bool { return w == "economy" }
 	if got := recordsDigest(parseRecords("["+a+", "+b+"]", ""), levelMin, economy); got != "(departure-arrival; prices (economy)): HAT069 06:00-12:00, 123 | HAT083 01:00-07:00, 137" {

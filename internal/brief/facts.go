@@ -128,8 +128,16 @@ func (g *group) text(m *model, level int) string {
 	if len(g.steps) > 1 {
 		b.WriteString(" (×" + strconv.Itoa(len(g.steps)) + ")")
 	}
-	if e := m.repeatOf(g.first()); e != nil {
-		b.WriteString(" (same answer as " + e.id() + ")")
+	if r, more := m.repeated(g.first()); len(r) > 0 {
+		ids := make([]string, len(r))
+		for i, e := range r {
+			ids[i] = e.id()
+		}
+		t := strings.Join(ids, ", ")
+		if more > 0 {
+			t += " and " + strconv.Itoa(more) + " more"
+		}
+		b.WriteString(" (same answer as " + t + ")")
 	}
 	// The runs of a group printed the same: the first one's result says
 	// what it printed (the later ones would say "the same output as" it).
@@ -934,6 +942,10 @@ var (
 	secondsRe   = regexp.MustCompile(`\b(\d{1,2}:\d{2}):00\b`)
 	clockRe     = regexp.MustCompile(`^\d{1,2}:\d{2}(?:\+\d)?$`)
 	choiceRe    = regexp.MustCompile(`(?i)price|cost|fare|amount|total|time|date|depart|arriv|seat|stock|status`)
+	// startRe and endRe name the two ends of a span of time, which two
+	// clock columns in a row are joined as (departure-arrival).
+	startRe = regexp.MustCompile(`(?i)depart|start|begin|open|from`)
+	endRe   = regexp.MustCompile(`(?i)arriv|end|finish|close|until`)
 	// availRe names what is left of a thing (seats, stock): at the least
 	// detail a digest keeps what one chooses by (times, prices) over it.
 	availRe = regexp.MustCompile(`(?i)seat|stock|avail|inventory|quantity`)
@@ -954,6 +966,9 @@ type digestColumn struct {
 // onlyKeys keeps the numbers of a column of several that named says to
 // keep, when it keeps some but not all.
 func (c digestColumn) onlyKeys(named func(string) bool) digestColumn {
+	if named == nil {
+		return c
+	}
 	var keep []int
 	for i, k := range c.keys {
 		if named(k) {
@@ -1004,6 +1019,9 @@ func digestColumns(recs []record) []digestColumn {
 					k, n, _ := strings.Cut(kv, " ")
 					keys, nums = append(keys, k), append(nums, n)
 				}
+				if c.keys != nil && !slices.Equal(c.keys, keys) {
+					ok = false // "100/300" would not say whose numbers
+				}
 				c.label = f.name + " (" + strings.Join(keys, ", ") + ")"
 				c.keys = keys
 				v = strings.Join(nums, "/")
@@ -1017,7 +1035,7 @@ func digestColumns(recs []record) []digestColumn {
 		if !ok || !varies {
 			continue
 		}
-		if n := len(cols); n > 0 && clockColumn(cols[n-1]) && clockColumn(c) {
+		if n := len(cols); n > 0 && clockColumn(cols[n-1]) && clockColumn(c) && startRe.MatchString(cols[n-1].name) && endRe.MatchString(c.name) {
 			prev := &cols[n-1]
 			prev.label = spanLabel(prev.name, c.name)
 			for i := range prev.values {

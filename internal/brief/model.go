@@ -343,11 +343,11 @@ type model struct {
 	byID   map[string][]*step
 	lastOf []int
 	byIDN  int
-	// repeats gives each step the earlier step it repeats (see repeatOf),
-	// from the read-only calls indexed by their label.
-	repeats  []*step
-	byLabel  map[string][]*step
-	repeatsN int
+	// repeats gives each step the earlier step it repeats (see repeatOf);
+	// lastAnswer holds the latest read-only call per label and answer.
+	repeats    []*step
+	lastAnswer map[answerKey]*step
+	repeatsN   int
 	// outcomes holds the outcomes of the runs and tests by command, and
 	// outcomesAt each step's command's (see runOutcomes).
 	outcomes   map[string]*outcomeSet

@@ -3,7 +3,9 @@ package brief
 import (
 	"container/list"
 	"encoding/binary"
+	"hash/fnv"
 	"hash/maphash"
+	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -27,6 +29,10 @@ type stepFacts struct {
 	// arguments and of its result.
 	argIDs, outIDs []string
 	cost           int
+	// answer hashes the result's whole text (FNV-1a), to tell a call
+	// repeated with the same answer; hasAnswer reports a result.
+	answer    uint64
+	hasAnswer bool
 
 	// salient remembers the output lines a reaction referred to, by the
 	// reaction's hash and the number asked for.
@@ -271,6 +277,9 @@ func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *s
 	f.argIDs = distinctIdents(argText(tc.Function.Arguments))
 	if result != nil {
 		text := result.Content.String()
+		h := fnv.New64a()
+		io.WriteString(h, text)
+		f.answer, f.hasAnswer = h.Sum64(), true
 		f.outIDs = distinctIdents(text)
 		f.out = readOutput(text, keepWarnings, f.call.kind == kindList)
 		if f.call.kind == kindLookup || f.call.kind == kindMutate || f.call.kind == kindOther && f.call.args != nil {

@@ -1153,10 +1153,10 @@ func (l *layout) buildSteps(recency func(int) float64) {
 	}
 	groups := m.stepGroups(rest)
 	// A call repeated with the same answer is told once, by its last
-	// repeat, which names the earlier one.
+	// repeat, which names the earlier ones (each hides the one before).
 	var repeated map[*step]bool
 	for _, g := range groups {
-		if e := m.repeatOf(g.first()); e != nil && !told[e.n] {
+		if e := m.repeatOf(g.first()); e != nil {
 			if repeated == nil {
 				repeated = map[*step]bool{}
 			}
@@ -1200,10 +1200,10 @@ func (l *layout) buildSteps(recency func(int) float64) {
 }
 
 // groupSteps are the steps a group's line tells: its own, after the
-// earlier call its first step repeats, which the line names.
+// earlier calls its first step repeats, which the line names.
 func (m *model) groupSteps(g *group) []*step {
-	if e := m.repeatOf(g.first()); e != nil {
-		return append([]*step{e}, g.steps...)
+	if r, _ := m.repeated(g.first()); len(r) > 0 {
+		return append(r, g.steps...)
 	}
 	return g.steps
 }

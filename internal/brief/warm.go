@@ -425,29 +425,46 @@ func (m *model) indexCalls() {
 	}
 }
 
-// repeatOf returns the earliest step that s repeats: a read-only call
-// (a lookup, search or HTTP request) with the same label that answered
-// the same, or nil. The index grows with the steps: a step's outcome is
-// fixed when read.
+// answerKey names a call and the whole text it answered.
+type answerKey struct {
+	label  string
+	answer uint64
+}
+
+// repeatOf returns the latest earlier step that s repeats: a read-only
+// call (a lookup, a search that found something, an HTTP request) with
+// the same label whose result had the same text, or nil. A search that
+// found nothing is told with its kind (appendGroups). The index grows
+// with the steps: a step's answer is fixed when read.
 func (m *model) repeatOf(s *step) *step {
-	if m.byLabel == nil {
-		m.byLabel = map[string][]*step{}
+	if m.lastAnswer == nil {
+		m.lastAnswer = map[answerKey]*step{}
 	}
 	for ; m.repeatsN < len(m.steps); m.repeatsN++ {
 		t := m.steps[m.repeatsN]
 		var rep *step
-		if k := t.f.call.kind; k == kindLookup || k == kindSearch || k == kindHTTP {
-			for _, e := range m.byLabel[t.f.call.label] {
-				if sameOutcome(e, t) {
-					rep = e
-					break
-				}
-			}
-			m.byLabel[t.f.call.label] = append(m.byLabel[t.f.call.label], t)
+		if k := t.f.call.kind; t.f.hasAnswer && (k == kindLookup || k == kindSearch && !noMatch(t) || k == kindHTTP) {
+			key := answerKey{t.f.call.label, t.f.answer}
+			rep = m.lastAnswer[key]
+			m.lastAnswer[key] = t
 		}
 		m.repeats = append(m.repeats, rep)
 	}
 	return m.repeats[s.n]
+}
+
+// repeated returns the earlier steps s repeats, oldest first, and how
+// many more there are: at most three, the oldest two when there are more
+// (a poll repeated for hours is told as "and 40 more").
+func (m *model) repeated(s *step) (named []*step, more int) {
+	for e := m.repeatOf(s); e != nil; e = m.repeatOf(e) {
+		named = append(named, e)
+	}
+	slices.Reverse(named)
+	if len(named) > 3 {
+		return named[:2], len(named) - 2
+	}
+	return named, 0
 }
 
 // namedIdents returns the span's identifiers that are not bare numbers,
