@@ -644,6 +644,9 @@ func classifyShell(line string) call {
 		if k < kindRun && buildProgs[cmds[i].prog()] {
 			k = kindRun // sphinx-build, make: what the line is for
 		}
+		if p := cmds[i].prog(); i > 0 && cmds[i-1].piped && (p == "head" || p == "tail") && !slices.ContainsFunc(cmds[i].operands(), func(w string) bool { return !isNumber(w) }) {
+			k = kindOther // "ls -R x | head -n 20" shows part of a listing: still a listing
+		}
 		if k > c.kind || c.kind == kindOther {
 			c.kind = k
 		}

@@ -63,6 +63,8 @@ func TestClassifyCall(t *testing.T) {
 		{"heredoc write", "bash", `{"command":"cat <<'EOF' > repro.py\nimport x\nprint(x)\nEOF"}`, kindWrite, "repro.py", "written (2 lines)", false},
 		{"git checkout reverts", "bash", `{"command":"git checkout django/db/models/fields/related.py"}`, kindRevert, "django/db/models/fields/related.py", "reverted with git checkout", false},
 		{"git stash pop restores", "bash", `{"command":"git stash pop"}`, kindWrite, ".", stashPopped, false},
+		{"a listing cut by head is a listing", "bash", `{"command":"ls -R sphinx/ext/autodoc | head -n 20"}`, kindList, "", "", false},
+		{"a file cut by head is a view", "bash", `{"command":"cat a.py | head -50"}`, kindView, "a.py", "lines 1-50", false},
 		{"grep search", "bash", `{"command":"grep -rn \"CommandParser\" src"}`, kindSearch, "", "", false},
 		{"grep with context views", "bash", `{"command":"grep -n -C 5 \"_i_over =\" lib/colors.py"}`, kindView, "lib/colors.py", "around _i_over =", false},
 		{"python script run", "bash", `{"command":"cd /testbed && python reproduce_issue.py"}`, kindRun, "reproduce_issue.py", "", false},
