@@ -34,6 +34,15 @@ func TestUndoneCount(t *testing.T) {
 	if got := fileText(f, levelFull); !strings.Contains(got, "undone by deleting the lines matching `DEBUG` [m0063]") {
 		t.Errorf("full level: %q", got)
 	}
+	// When listing the undos would run past the line's room, they are
+	// counted as at the least detail, not cut off (the git checkout last).
+	long := strings.Repeat("x", 100)
+	f.changes = []change{{id: "m0077", what: "`" + long + "` → `y`"}}
+	many := undo{id: "m0063", what: "deleted the line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted " + long}, {id: "m0049", what: "inserted " + long}}}
+	f.undone = []undo{many, sys, checkout}
+	if got := fileText(f, levelShort); !strings.Contains(got, "1 change undone by git checkout [m0075]") || strings.HasSuffix(got, "…") {
+		t.Errorf("short level: %q", got)
+	}
 }
 
 // A hedged sentence ("Or maybe the issue is …") is a guess: it does not

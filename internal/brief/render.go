@@ -623,7 +623,10 @@ func fileText(f *fileState, level int) string {
 	if len(f.changes) > 0 {
 		parts = append(parts, changeList(f.changes, level))
 	}
-	if level == levelMin && len(undone) > 0 && len(f.changes) > 0 {
+	// At the least detail, or when listing them would run the line past
+	// its room (and cut the last ones off), the undone changes are
+	// counted, each undo with its way.
+	if len(undone) > 0 && len(f.changes) > 0 && (level == levelMin || len(strings.Join(parts, "; "))+len(strings.Join(undone, "; ")) > []int{900, 300, 140}[level]) {
 		undone = []string{undoneCount(f.undone)}
 		// How they were undone says what they were (debug prints a
 		// pattern deleted) and whether the file went back to what was
