@@ -20,7 +20,9 @@ import (
 const evalSynopsis = `worker eval [flags] DIR...                      identifier recall at equal size (eval_quality.py)
        worker eval --chain [flags] DIR...              chained compaction (eval_chain.py)
        worker eval --probes DIR --histories DIR --out DIR   reader packets of the probe set
-       worker eval --grade GRADES.json                 the graders' verdicts, aggregated`
+       worker eval --round DIR [--readers N --graders N --graders-per-conversation N]
+                                                       hand a round's packets to reader and grader agents
+       worker eval --grade GRADES.json|DIR             the graders' verdicts, aggregated`
 
 // runEval is `worker eval`: the project's quality yardsticks with the
 // engine in process, and the probe set's packets and grades (see
@@ -37,7 +39,11 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	probes := fs.String("probes", "", "write reader packets for the probe files of this directory")
 	histories := fs.String("histories", "", "probes: the directory of the histories the probes were written for")
 	out := fs.String("out", "", "probes: the directory to write the packets to")
-	grade := fs.String("grade", "", "aggregate the graders' verdicts of this grades file")
+	grade := fs.String("grade", "", "aggregate the graders' verdicts of this grades file, or of a packets directory's round/grades")
+	round := fs.String("round", "", "write a round's assignment and each reader's and grader's instructions into this packets directory's round/")
+	readers := fs.Int("readers", 6, "round: reader agents (none reads both packets of a conversation)")
+	graders := fs.Int("graders", 6, "round: grader agents")
+	perConv := fs.Int("graders-per-conversation", 3, "round: graders of each conversation")
 	var cfg compact.Config
 	bindEngineFlags(fs, &cfg)
 	llm := bindLLMFlags(fs)
@@ -61,13 +67,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageErrorf("eval sizes the context window per conversation as the yardsticks do; --context-window does not apply")
 	}
 	modes := 0
-	for _, on := range []bool{*chain, *probes != "", *grade != ""} {
+	for _, on := range []bool{*chain, *probes != "", *grade != "", *round != ""} {
 		if on {
 			modes++
 		}
 	}
 	if modes > 1 {
-		return usageErrorf("--chain, --probes and --grade are separate modes; give one")
+		return usageErrorf("--chain, --probes, --round and --grade are separate modes; give one")
+	}
+	if *round == "" && (explicit["readers"] || explicit["graders"] || explicit["graders-per-conversation"]) {
+		return usageErrorf("--readers, --graders and --graders-per-conversation apply to --round only")
 	}
 	prog := newEvalProgress(stderr)
 	defer prog.done()
@@ -87,7 +96,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if fs.NArg() > 0 {
 			return usageErrorf("--grade takes no DIR")
 		}
-		agg, err := eval.AggregateFile(*grade)
+		agg, err := aggregateGrades(*grade)
 		if err != nil {
 			return err
 		}
@@ -95,6 +104,21 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		return agg.WriteTable(stdout)
+
+	case *round != "":
+		if fs.NArg() > 0 {
+			return usageErrorf("--round takes no other argument")
+		}
+		r, err := eval.WriteRound(*round, eval.RoundOptions{Readers: *readers, Graders: *graders, GradersPerConversation: *perConv})
+		if err != nil {
+			return err
+		}
+		dir := filepath.Join(*round, "round")
+		fmt.Fprintf(stdout, "Instructions in %s: give reader-N.md to reader N (%d), then grader-N.md to grader N (%d).\n",
+			dir, len(r.Readers), len(r.Graders))
+		fmt.Fprintf(stdout, "Readers write %s, graders %s; then: worker eval --grade %s\n",
+			filepath.Join(dir, "answers"), filepath.Join(dir, "grades"), *round)
+		return nil
 
 	case *probes != "":
 		if *histories == "" || *out == "" || fs.NArg() > 0 {
@@ -185,4 +209,25 @@ func (p *evalProgress) step(i, n int, file string) {
 func (p *evalProgress) done() {
 	p.cur = ""
 	p.bar.Finish()
+}
+
+// aggregateGrades reads a grades file, or, given a packets directory, the
+// graders' files of its round (eval.CollectGrades), which it also writes
+// as one grades file, round/grades.json.
+func aggregateGrades(path string) (*eval.Aggregate, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return eval.AggregateFile(path)
+	}
+	gf, err := eval.CollectGrades(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeJSONFile(filepath.Join(path, "round", "grades.json"), gf); err != nil {
+		return nil, err
+	}
+	return eval.AggregateGrades(gf)
 }

@@ -53,6 +53,8 @@ func TestEvalUsage(t *testing.T) {
 		{"eval", "--probes", "x"},
 		{"eval", "--cycles", "3", examples},
 		{"eval", "--grade", "g.json", examples},
+		{"eval", "--round", "x", "--probes", "y"},
+		{"eval", "--readers", "3", examples},
 	} {
 		if code, _, stderr := run(t, "", args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, stderr)
@@ -115,6 +117,55 @@ func TestEvalProbesAndGrade(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("grade table lacks %q:\n%s", want, stdout)
 		}
+	}
+
+	// A round: instructions for the agents, then the graders' files by
+	// packet letter, aggregated from the directory.
+	code, stdout, stderr = run(t, "", "eval", "--round", out, "--readers", "2", "--graders", "1", "--graders-per-conversation", "1")
+	if code != 0 || !strings.Contains(stdout, "reader-N.md") {
+		t.Fatalf("--round: exit %d: %s%s", code, stdout, stderr)
+	}
+	for _, f := range []string{"assignment.json", "reader-1.md", "reader-2.md", "grader-1.md"} {
+		if _, err := os.Stat(filepath.Join(out, "round", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	verdicts := func(v string) map[string]string {
+		m := map[string]string{}
+		for i := 1; i <= 4; i++ {
+			m[fmt.Sprintf("tau-bench-2/p%d", i)] = v
+		}
+		return m
+	}
+	dims := map[string]float64{}
+	for _, d := range []string{"task", "user_instructions", "artifacts", "commands_results", "errors", "decisions", "state", "next_step", "readability"} {
+		dims[d] = 4
+	}
+	// The grader grades by letter; the manifest says which is briefd's.
+	var man struct {
+		Conversations []struct {
+			Packets map[string]string `json:"packets"`
+		} `json:"conversations"`
+	}
+	data, err = os.ReadFile(filepath.Join(out, "manifest.json"))
+	if err != nil || json.Unmarshal(data, &man) != nil || len(man.Conversations) != 1 {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	briefd := strings.TrimSuffix(filepath.Base(man.Conversations[0].Packets["briefd"]), ".txt")
+	middle := map[string]string{"A": "B", "B": "A"}[briefd]
+	file := map[string]any{"conversation": "tau-bench-2", "grader": "g1", "packets": map[string]any{
+		briefd: map[string]any{"probes": verdicts("usable"), "dimensions": dims},
+		middle: map[string]any{"probes": verdicts("bare"), "dimensions": dims}}}
+	data, _ = json.Marshal(file)
+	if err := os.WriteFile(filepath.Join(out, "round", "grades", "g1-tau-bench-2.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = run(t, "", "eval", "--grade", out)
+	if code != 0 || !strings.Contains(stdout, "usable as given        100.0% of 4") || !strings.Contains(stdout, "tau-bench-2   4/0/0   0/4/0") {
+		t.Fatalf("--grade DIR: exit %d:\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "round", "grades.json")); err != nil {
+		t.Errorf("--grade DIR writes the grades it collected: %v", err)
 	}
 }
 

@@ -208,9 +208,13 @@ type PacketManifest struct {
 	// relative to the output directory. The files are named A and B so
 	// that a reader cannot tell which is which.
 	Packets map[string]string `json:"packets,omitempty"`
-	// Gold is the graders' file: questions, gold answers, sources.
-	Gold   string          `json:"gold,omitempty"`
-	Probes []ProbeLocation `json:"probes"`
+	// Gold is the graders' file: questions, gold answers, sources. It
+	// does not say which packet is whose.
+	Gold string `json:"gold,omitempty"`
+	// Original is the history up to the cut with its message ids, the
+	// boundary marked: what graders check the answers against.
+	Original string          `json:"original,omitempty"`
+	Probes   []ProbeLocation `json:"probes"`
 }
 
 // ProbeLocation says where a probe's sources are after the compaction.
@@ -372,7 +376,46 @@ func writeConversationPackets(ctx context.Context, comp *compactor, h *briefd.Hi
 	if err := os.WriteFile(filepath.Join(out, pm.Gold), []byte(goldSheet(ps, pm)), 0o644); err != nil {
 		return nil, err
 	}
+	pm.Original = filepath.Join(ps.Conversation, "original.txt")
+	if err := os.WriteFile(filepath.Join(out, pm.Original), []byte(renderOriginal(prefix, compacted, pm.BoundaryID)), 0o644); err != nil {
+		return nil, err
+	}
 	return pm, nil
+}
+
+// renderOriginal writes the history up to the cut for graders: each
+// message with its id and role, tool calls with their arguments, and
+// marks where the compacted span begins and where the kept tail does.
+func renderOriginal(prefix []briefd.Message, compacted map[string]bool, boundary string) string {
+	var b strings.Builder
+	inSpan := false
+	for i := range prefix {
+		m := &prefix[i]
+		switch {
+		case compacted[m.ID] && !inSpan:
+			inSpan = true
+			b.WriteString("==== the compacted span begins: the hand-off replaces the messages from here ====\n\n")
+		case m.ID == boundary:
+			inSpan = false
+			b.WriteString("==== the kept tail begins: the messages from here are in both packets verbatim ====\n\n")
+		}
+		fmt.Fprintf(&b, "[%s %s]", m.ID, m.Role)
+		if m.ToolCallID != "" {
+			fmt.Fprintf(&b, " (result of %s)", m.ToolCallID)
+		}
+		b.WriteString("\n")
+		if c := m.Content.String(); c != "" {
+			b.WriteString(c)
+			if !strings.HasSuffix(c, "\n") {
+				b.WriteByte('\n')
+			}
+		}
+		for _, tc := range m.ToolCalls {
+			fmt.Fprintf(&b, "[tool call: %s (%s)] %s\n", tc.Function.Name, tc.ID, tc.Function.Arguments)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // middleMark joins the two ends of a middle-truncated span.
@@ -459,8 +502,9 @@ func goldSheet(ps ProbeSet, pm *PacketManifest) string {
 	fmt.Fprintf(&b, "# %s: gold answers (for graders only)\n\n", ps.Conversation)
 	fmt.Fprintf(&b, "Frozen after message %d; boundary %s; %d messages (%d characters) compacted into a briefing of %d characters.\n",
 		ps.Cut, pm.BoundaryID, pm.SpanMessages, pm.SpanChars, pm.BriefingChars)
-	fmt.Fprintf(&b, "Packets: briefd = %s, middle truncation = %s. The original: the history's messages up to %s.\n\n",
-		pm.Packets[PacketBriefd], pm.Packets[PacketMiddle], ps.FactsUntil)
+	// Which packet is whose is in manifest.json and grades.json, not here:
+	// graders who read this file stay blind.
+	fmt.Fprintf(&b, "The original: original.txt, the history's messages up to the cut; answers come from messages up to %s.\n\n", ps.FactsUntil)
 	for i, p := range ps.Probes {
 		loc := pm.Probes[i]
 		fmt.Fprintf(&b, "## Q%d %s (%s; sources %s: %s)\n\n", i+1, p.ID, p.Dimension, loc.Location, strings.Join(p.Sources, ", "))

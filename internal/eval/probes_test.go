@@ -60,9 +60,11 @@ func TestLoadProbesRejects(t *testing.T) {
 	}
 }
 
-// The packets of tau-bench-2, whose history ships in examples/.
-func TestWritePackets(t *testing.T) {
-	probes := t.TempDir()
+// tauBench2Packets writes the packets of tau-bench-2, whose history ships
+// in examples/, and returns the probes' and the packets' directories.
+func tauBench2Packets(t *testing.T) (probes, out string, man *Manifest) {
+	t.Helper()
+	probes = t.TempDir()
 	data, err := os.ReadFile(filepath.Join(probeDir, "tau-bench-2.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +72,16 @@ func TestWritePackets(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(probes, "tau-bench-2.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "packets")
-	man, err := WritePackets(t.Context(), PacketOptions{Probes: probes, Histories: examples, Out: out})
+	out = filepath.Join(t.TempDir(), "packets")
+	man, err = WritePackets(t.Context(), PacketOptions{Probes: probes, Histories: examples, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return probes, out, man
+}
+
+func TestWritePackets(t *testing.T) {
+	probes, out, man := tauBench2Packets(t)
 	if len(man.Conversations) != 1 || !man.Conversations[0].Compacted {
 		t.Fatalf("manifest %+v", man)
 	}
@@ -126,6 +133,17 @@ func TestWritePackets(t *testing.T) {
 	for _, p := range ps.Probes {
 		if !strings.Contains(gold, p.Gold) {
 			t.Errorf("gold.md lacks the answer of %s", p.ID)
+		}
+	}
+	if strings.Contains(gold, "A.txt") || strings.Contains(gold, "B.txt") {
+		t.Error("gold.md says which packet is whose: graders who read it are not blind")
+	}
+	// The original, for graders: every message of the prefix by id, the
+	// span and the kept tail marked.
+	orig := read(pm.Original)
+	for _, want := range []string{"[m0004 user]", "==== the compacted span begins", "==== the kept tail begins", "[" + pm.BoundaryID + " "} {
+		if !strings.Contains(orig, want) {
+			t.Errorf("original.txt lacks %q", want)
 		}
 	}
 
