@@ -43,10 +43,11 @@ func (l *layout) countLeftOut() *leftOut {
 	if len(lo.was) != len(l.items) || len(lo.at) != len(l.m.steps) {
 		*lo = leftOut{at: make([]int32, len(l.m.steps)), was: make([]int8, len(l.items))}
 		for i, it := range l.items {
-			lo.was[i] = int8(levelFull) // nothing counted yet: as if told whole
-			if len(it.unsaidAt(levelFull)) > 0 {
-				lo.add(it.unsaidAt(levelFull), 1)
-			}
+			// Counted first as left out: of a long span's thousand
+			// items most are, and what a shown item's text does not
+			// name is read only for the hundred shown.
+			lo.was[i] = -1
+			lo.add(it.steps, 1)
 		}
 	}
 	lo.keyed, lo.keys, lo.cited, lo.other = lo.keyed[:0], 0, [numSections]idRange{}, false
