@@ -169,7 +169,7 @@ For each conversation C, read (paths under %s):
 - C/A.txt and C/B.txt: what the readers saw; the hand-off block stands where the replaced part was;
 - round/answers/C-A.md and round/answers/C-B.md: the readers' answers.
 
-Grade each packet separately (docs/probes.md):
+Grade each packet separately (these instructions are the whole protocol):
 1. Per probe (Q1 is C/p1, ...), a verdict: "usable" (the fact is there and correct enough to act on),
    "bare" (only a name, code or id without the fact asked for), "missing" (absent, or wrong).
 2. A 0-5 score per dimension from the H answers, judged against original.txt: task (H1), user_instructions
