@@ -116,7 +116,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		dir := filepath.Join(*round, "round")
 		fmt.Fprintf(stdout, "Instructions in %s: give reader-N.md to reader N (%d), then grader-N.md to grader N (%d).\n",
 			dir, len(r.Readers), len(r.Graders))
-		fmt.Fprintf(stdout, "Readers write %s, graders %s; then: worker eval --grade %s\n",
+		fmt.Fprintf(stdout, "Readers write under %s, graders into %s; then: worker eval --grade %s\n",
 			filepath.Join(dir, "answers"), filepath.Join(dir, "grades"), *round)
 		return nil
 

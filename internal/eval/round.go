@@ -106,7 +106,14 @@ func WriteRound(dir string, opts RoundOptions) (*Round, error) {
 		return nil, err
 	}
 	round := filepath.Join(abs, "round")
-	for _, d := range []string{round, filepath.Join(round, "answers"), filepath.Join(round, "grades")} {
+	dirs := []string{round, filepath.Join(round, "grades")}
+	for k := range r.Readers {
+		// A directory per reader: a reader who looks around its own
+		// finds no other reader's answers (to a conversation's other
+		// packet).
+		dirs = append(dirs, readerDir(abs, k))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("eval: %w", err)
 		}
@@ -114,27 +121,36 @@ func WriteRound(dir string, opts RoundOptions) (*Round, error) {
 	if err := writeJSON(filepath.Join(round, "assignment.json"), r); err != nil {
 		return nil, err
 	}
+	answers := map[string]string{} // packet -> its answers file
 	for k, packets := range r.Readers {
-		if err := writeText(filepath.Join(round, fmt.Sprintf("reader-%d.md", k+1)), readerInstructions(abs, packets)); err != nil {
+		for _, p := range packets {
+			answers[p] = answerFile(abs, k, p)
+		}
+		if err := writeText(filepath.Join(round, fmt.Sprintf("reader-%d.md", k+1)), readerInstructions(abs, packets, answers)); err != nil {
 			return nil, err
 		}
 	}
 	for k, convs := range r.Graders {
 		name := fmt.Sprintf("g%d", k+1)
-		if err := writeText(filepath.Join(round, fmt.Sprintf("grader-%d.md", k+1)), graderInstructions(abs, name, convs)); err != nil {
+		if err := writeText(filepath.Join(round, fmt.Sprintf("grader-%d.md", k+1)), graderInstructions(abs, name, convs, answers)); err != nil {
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// answerFile is where a reader writes its answers to a packet.
-func answerFile(dir, packet string) string {
-	conv, letter := filepath.Split(packet)
-	return filepath.Join(dir, "round", "answers", filepath.Clean(conv)+"-"+strings.TrimSuffix(letter, ".txt")+".md")
+// readerDir is where reader k (from 0) writes its answers.
+func readerDir(dir string, k int) string {
+	return filepath.Join(dir, "round", "answers", fmt.Sprintf("reader-%d", k+1))
 }
 
-func readerInstructions(dir string, packets []string) string {
+// answerFile is where reader k writes its answers to a packet.
+func answerFile(dir string, k int, packet string) string {
+	conv, letter := filepath.Split(packet)
+	return filepath.Join(readerDir(dir, k), filepath.Clean(conv)+"-"+strings.TrimSuffix(letter, ".txt")+".md")
+}
+
+func readerInstructions(dir string, packets []string, answers map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `You are a reader in a blind test of conversation hand-offs. You will read %d text files, each a separate,
 unrelated conversation between a user and an AI agent, ending with questions for the reader. Answer each
@@ -149,13 +165,13 @@ file's questions from that file's text alone, as if you were the assistant at it
 
 `, len(packets))
 	for i, p := range packets {
-		fmt.Fprintf(&b, "%d. Read %s and write your answers to %s\n", i+1, filepath.Join(dir, p), answerFile(dir, p))
+		fmt.Fprintf(&b, "%d. Read %s and write your answers to %s\n", i+1, filepath.Join(dir, p), answers[p])
 	}
 	b.WriteString("\nWhen all are written, reply with the list of answer files.\n")
 	return b.String()
 }
 
-func graderInstructions(dir, name string, convs []string) string {
+func graderInstructions(dir, name string, convs []string, answers map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `You are grader %s in a blind test of conversation hand-offs. In each conversation below, the older part
 of an AI agent's conversation was replaced by a hand-off block, in two ways (packets A and B; you are not
@@ -167,7 +183,7 @@ For each conversation C, read (paths under %s):
 - C/original.txt: the conversation up to the cut, the truth; marks show where the replaced part begins and
   where the kept tail begins;
 - C/A.txt and C/B.txt: what the readers saw; the hand-off block stands where the replaced part was;
-- round/answers/C-A.md and round/answers/C-B.md: the readers' answers.
+- the readers' answers to C/A.txt and C/B.txt, at the paths listed with C below.
 
 Grade each packet separately (these instructions are the whole protocol):
 1. Per probe (Q1 is C/p1, ...), a verdict: "usable" (the fact is there and correct enough to act on),
@@ -187,7 +203,7 @@ After each conversation write %s/round/grades/%s-C.json, in this shape (every pr
 Open no other files. Conversations:
 `, name, dir, dir, name, name)
 	for _, c := range convs {
-		fmt.Fprintf(&b, "- %s\n", c)
+		fmt.Fprintf(&b, "- %s: answers to A in %s, to B in %s\n", c, answers[filepath.Join(c, "A.txt")], answers[filepath.Join(c, "B.txt")])
 	}
 	b.WriteString("\nWhen all are written, reply with the files written and a line per conversation on how A and B compared.\n")
 	return b.String()

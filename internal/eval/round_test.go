@@ -91,12 +91,19 @@ func TestRoundCollectGrades(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(reader), filepath.Join(out, "tau-bench-2", "A.txt")) || !strings.Contains(string(reader), filepath.Join(out, "round", "answers", "tau-bench-2-A.md")) ||
+	aAnswers := filepath.Join(out, "round", "answers", "reader-1", "tau-bench-2-A.md")
+	bAnswers := filepath.Join(out, "round", "answers", "reader-2", "tau-bench-2-B.md")
+	if !strings.Contains(string(reader), filepath.Join(out, "tau-bench-2", "A.txt")) || !strings.Contains(string(reader), aAnswers) ||
 		strings.Contains(string(reader), "B.txt") {
 		t.Errorf("reader-1.md:\n%s", reader)
 	}
-	if !strings.Contains(string(grader), "- tau-bench-2\n") || !strings.Contains(string(grader), filepath.Join(out, "round", "grades", "g1-C.json")) {
+	if !strings.Contains(string(grader), "- tau-bench-2: answers to A in "+aAnswers+", to B in "+bAnswers+"\n") || !strings.Contains(string(grader), filepath.Join(out, "round", "grades", "g1-C.json")) {
 		t.Errorf("grader-1.md:\n%s", grader)
+	}
+	for _, d := range []string{"reader-1", "reader-2"} {
+		if st, err := os.Stat(filepath.Join(out, "round", "answers", d)); err != nil || !st.IsDir() {
+			t.Errorf("no answers directory for %s: %v", d, err)
+		}
 	}
 
 	pm := man.Conversations[0]
