@@ -1669,6 +1669,38 @@ func TestOptionsDigest(t *testing.T) {
 	}
 }
 
+// A reservation that ends where it starts (origin EWR, destination EWR)
+// is told by the stops of its legs, which "EWR-EWR" does not say
+// (tau-bench-1, a doubtful line of two reviews).
+func TestLoopStops(t *testing.T) {
+	leg := func(num, from, to string) string {
+		return fmt.Sprintf(`{"origin": %q, "destination": %q, "flight_number": %q, "date": "2024-05-28"}`, from, to, num)
+	}
+	res := func(from, to string, legs ...string) record {
+		return parseRecords(fmt.Sprintf(`{"reservation_id": "Z7GOZK", "origin": %q, "destination": %q, "flights": [%s]}`, from, to, strings.Join(legs, ", ")), "")[0]
+	}
+	if got := res("EWR", "EWR", leg("HAT188", "EWR", "IAH"), leg("HAT207", "IAH", "EWR")).loop; got != "EWR-IAH-EWR" {
+		t.Errorf("a loop: %q", got)
+	}
+	for _, r := range []record{
+		res("EWR", "IAH", leg("HAT188", "EWR", "ORD"), leg("HAT207", "ORD", "IAH")), // not a loop: its ends say it
+		res("EWR", "EWR", leg("HAT188", "EWR", "IAH"), leg("HAT207", "DFW", "EWR")), // legs that do not chain
+		res("EWR", "EWR", leg("HAT188", "EWR", "IAH"), leg("HAT207", "IAH", "ORD")), // legs that end elsewhere
+	} {
+		if r.loop != "" {
+			t.Errorf("%+v: loop %q", r.fields, r.loop)
+		}
+	}
+	tb := newTable(nil, []string{"origin", "destination", "flights"})
+	r := res("EWR", "EWR", leg("HAT188", "EWR", "IAH"), leg("HAT207", "IAH", "EWR"))
+	if got := tb.cells(&r); got[0] != "EWR-IAH-EWR" {
+		t.Errorf("the table cell: %q", got)
+	}
+	if got := loopFields(slices.Clone(r.fields), r.loop); len(got) != len(r.fields)-1 || got[0] != (field{name: "route", value: "EWR-IAH-EWR"}) {
+		t.Errorf("the record's own line: %+v", got)
+	}
+}
+
 func TestRecordsDigest(t *testing.T) {
 	recs := parseRecords(`[{"flight_number": "HAT052", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": "03:00:00", "status": "available", "prices": {"economy": 125, "business": 328}}, {"flight_number": "HAT102", "origin": "ATL", "destination": "LAS", "scheduled_departure_time_est": "21:00:00", "status": "available", "prices": {"economy": 117, "business": 296}}]`, "")
 	want := "(columns: scheduled_departure_time_est; prices (economy, business)): HAT052 03:00, 125/328 | HAT102 21:00, 117/296"

@@ -25,6 +25,9 @@ type record struct {
 	// parts are the records a combination is made of (a one-stop
 	// flight's legs), in order; nil for a plain record.
 	parts []record
+	// loop is the stops of a record that ends where it starts (origin
+	// EWR, destination EWR), read from its legs: "EWR-IAH-EWR".
+	loop string
 }
 
 type field struct {
@@ -162,7 +165,7 @@ func toRecord(m *object, key string) record {
 			id, idKey = key, ""
 		}
 	}
-	r := record{id: id}
+	r := record{id: id, loop: loopStops(m)}
 	for _, k := range m.keys {
 		if k == idKey {
 			continue
@@ -181,6 +184,38 @@ func toRecord(m *object, key string) record {
 		r.fields = append(r.fields, field{name: k, value: s})
 	}
 	return r
+}
+
+// loopStops returns the stops of a record that starts and ends at one
+// place (a round trip told as origin EWR, destination EWR), read from a
+// list of legs that chain by the same two fields ("EWR-IAH-EWR"), or "".
+// Its ends alone ("EWR-EWR") do not say where it goes.
+func loopStops(m *object) string {
+	for _, p := range routePairs {
+		from, to := scalarString(m.get(p[0])), scalarString(m.get(p[1]))
+		if from == "" || from != to {
+			continue
+		}
+		for _, k := range m.keys {
+			legs, ok := m.get(k).([]any)
+			if !ok || len(legs) < 2 {
+				continue
+			}
+			stops := []string{from}
+			for _, l := range legs {
+				o, ok := l.(*object)
+				if !ok || scalarString(o.get(p[0])) != stops[len(stops)-1] || scalarString(o.get(p[1])) == "" {
+					stops = nil
+					break
+				}
+				stops = append(stops, scalarString(o.get(p[1])))
+			}
+			if len(stops) > 2 && stops[len(stops)-1] == to {
+				return strings.Join(stops, "-")
+			}
+		}
+	}
+	return ""
 }
 
 // idValues returns the values of a list of short id-like strings.

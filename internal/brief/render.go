@@ -982,6 +982,9 @@ func (t *table) cells(r *record) []string {
 		if second, ok := t.joined[c]; ok {
 			w, _ := r.value(second)
 			v = cmpOr(v, "-") + "-" + cmpOr(w, "-")
+			if r.loop != "" {
+				v = r.loop // "EWR-EWR" says not where it goes
+			}
 		}
 		out[i] = dateTimeRe.ReplaceAllStringFunc(cmpOr(v, "-"), func(d string) string {
 			m := dateTimeRe.FindStringSubmatch(d)
@@ -1062,6 +1065,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		rest.fields = slices.DeleteFunc(slices.Clone(rest.fields), func(f field) bool {
 			return f.value != r.id && (m.records[f.value] != nil || m.userSaid(f.value))
 		})
+		rest.fields = loopFields(rest.fields, rest.loop)
 		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
 		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
 		// The least detail keeps the short values (a cabin, a flag, a date)
@@ -1112,6 +1116,23 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		}
 	}
 	l.items = append(l.items, it)
+}
+
+// loopFields tells a record that ends where it starts by its stops: its
+// two ends ("origin EWR; destination EWR") become "route EWR-IAH-EWR".
+func loopFields(fields []field, loop string) []field {
+	if loop == "" {
+		return fields
+	}
+	for _, p := range routePairs {
+		i := slices.IndexFunc(fields, func(f field) bool { return f.name == p[0] })
+		j := slices.IndexFunc(fields, func(f field) bool { return f.name == p[1] })
+		if i >= 0 && j >= 0 {
+			fields[i] = field{name: "route", value: loop}
+			return slices.Delete(fields, j, j+1)
+		}
+	}
+	return fields
 }
 
 // namedNumbers keeps, of "basic_economy 63, economy 163, business 235",
