@@ -128,6 +128,19 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"[m0003] search_direct_flight", "[m0005] search", "LEFT OUT"},
 		},
 		{
+			name: "a last check that printed what the runs before it did says what that was",
+			build: func(b *spanBuilder) {
+				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)
+				b.bash("Fix it.", "sed -i 's/a/b/' conf.py", rc(0, "")).
+					bash("Build.", "sphinx-build -b text src _build", rc(0, out)).
+					bash("Again.", "sphinx-build -b text src _build", rc(0, out)).
+					bash("Once more.", "sphinx-build -b text src _build", rc(0, out))
+			},
+			budget:   1200,
+			wanted:   []string{"last check after the last change: [m0009] sphinx-build -b text src _build → the same output as [m0007]: "},
+			unwanted: []string{"the same output as [m0007]: the same output as"},
+		},
+		{
 			name: "a call repeated with another answer is not the same answer",
 			build: func(b *spanBuilder) {
 				args := `{"origin": "IAH", "destination": "SFO", "date": "2024-05-19"}`

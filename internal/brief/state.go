@@ -179,7 +179,15 @@ func (m *model) lastCheck() (string, *step) {
 	}
 	res := resultText(m, check, levelShort)
 	if p := check.prevRun; p != nil && strings.HasPrefix(res, "the same output as") {
-		res += ": " + resultText(m, p, levelShort) // the state reads on its own
+		// The state reads on its own: the output itself, from the first
+		// of the runs that printed it ("the same output as [m0079]", which
+		// was the same as [m0073], is m0073's).
+		prev := resultText(m, p, levelShort)
+		for seen := 0; strings.HasPrefix(prev, "the same output as") && p.prevRun != nil && seen < 64; seen++ {
+			p = p.prevRun
+			prev = resultText(m, p, levelShort)
+		}
+		res += ": " + prev
 	}
 	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clipResult(res, 160), check
 }
