@@ -141,6 +141,22 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"the same output as [m0007]: the same output as"},
 		},
 		{
+			name: "a last check the same as the runs before it quotes their output, not their edit or exit status",
+			build: func(b *spanBuilder) {
+				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)
+				b.bash("Fix and build.", "sed -i 's/a/b/' conf.py && sphinx-build -b text src _build", rc(0, out)).
+					bash("Again.", "sphinx-build -b text src _build", rc(0, out)).
+					bash("Once more.", "sphinx-build -b text src _build", rc(0, out)).
+					bash("Fix it.", "sed -i 's/c/d/' run.py", rc(0, "")).
+					bash("Run.", "python run.py", rc(1, out)).
+					bash("Again.", "python run.py", rc(0, out)).
+					bash("Once more.", "python run.py", rc(0, out))
+			},
+			budget:   1500,
+			wanted:   []string{"last check after the last change: [m0015] python run.py → the same output as [m0013]: "},
+			unwanted: []string{"the same output as [m0013]: exit 1", "the same output as [m0005]: `a` → `b`"},
+		},
+		{
 			name: "a call repeated with another answer is not the same answer",
 			build: func(b *spanBuilder) {
 				args := `{"origin": "IAH", "destination": "SFO", "date": "2024-05-19"}`
@@ -1711,6 +1727,20 @@ func TestLoopStops(t *testing.T) {
 	}
 	if got := loopFields(slices.Clone(r.fields), r.loop); len(got) != len(r.fields)-1 || got[0] != (field{name: "route", value: "EWR-IAH-EWR"}) {
 		t.Errorf("the record's own line: %+v", got)
+	}
+	// Only a trip's two ends: a record's other pair that loops (from and
+	// to of a mail thread, or beside a trip's own ends) is not its route.
+	for _, body := range []string{
+		`{"reservation_id": "R1", "origin": "JFK", "destination": "LAX", "from": "A", "to": "A", "legs": [{"from": "A", "to": "B"}, {"from": "B", "to": "A"}]}`,
+		`{"id": "M1", "from": "ann@x.com", "to": "ann@x.com", "thread": [{"from": "ann@x.com", "to": "bob@x.com"}, {"from": "bob@x.com", "to": "ann@x.com"}]}`,
+	} {
+		if r := parseRecords(body, "")[0]; r.loop != "" {
+			t.Errorf("%s: loop %q", body, r.loop)
+		}
+	}
+	// Two pairs joined: each loses its own second column.
+	if tb := newTable(nil, []string{"origin", "destination", "from", "to", "legs"}); !slices.Equal(tb.cols, []string{"origin", "from", "legs"}) {
+		t.Errorf("two joined pairs: columns %q", tb.cols)
 	}
 }
 

@@ -186,12 +186,13 @@ func toRecord(m *object, key string) record {
 	return r
 }
 
-// loopStops returns the stops of a record that starts and ends at one
-// place (a round trip told as origin EWR, destination EWR), read from a
-// list of legs that chain by the same two fields ("EWR-IAH-EWR"), or "".
-// Its ends alone ("EWR-EWR") do not say where it goes.
+// loopStops returns the stops of a trip that starts and ends at one place
+// (origin EWR, destination EWR), read from a list of legs that chain by
+// the same two fields ("EWR-IAH-EWR"), or "". Its ends alone ("EWR-EWR")
+// do not say where it goes. Only origin and destination: other pairs that
+// chain (a mail thread's from and to) are not a route.
 func loopStops(m *object) string {
-	for _, p := range routePairs {
+	for _, p := range routePairs[:1] {
 		from, to := scalarString(m.get(p[0])), scalarString(m.get(p[1]))
 		if from == "" || from != to {
 			continue

@@ -887,7 +887,8 @@ func idsUpTo(v string, n int) string {
 // in a table whose dates share their year, "05-22".
 var shortDateRe = regexp.MustCompile(`^(?:\d{4}-)?\d{2}-\d{2}$`)
 
-// routePairs are pairs of columns a table row says as one "A-B" cell.
+// routePairs are pairs of columns a table row says as one "A-B" cell; a
+// trip's (the first) may be told by its stops (record.loop).
 var routePairs = [][2]string{{"origin", "destination"}, {"from", "to"}, {"source", "target"}}
 
 // table is how the rows of records of one shape are written: their
@@ -904,8 +905,7 @@ var dateTimeRe = regexp.MustCompile(`\b(\d{4})-(\d{2}-\d{2})(?:[T ](\d{2}:\d{2})
 func newTable(group []*recordState, cols []string) *table {
 	t := &table{cols: cols}
 	for _, p := range routePairs {
-		i, j := slices.Index(cols, p[0]), slices.Index(cols, p[1])
-		if i < 0 || j < 0 {
+		if !slices.Contains(cols, p[0]) || !slices.Contains(cols, p[1]) {
 			continue
 		}
 		short := true
@@ -919,7 +919,8 @@ func newTable(group []*recordState, cols []string) *table {
 				t.joined = map[string]string{}
 			}
 			t.joined[p[0]] = p[1]
-			t.cols = slices.Delete(slices.Clone(t.cols), j, j+1)
+			// By name: an earlier pair's column is gone from t.cols.
+			t.cols = slices.DeleteFunc(slices.Clone(t.cols), func(c string) bool { return c == p[1] })
 		}
 	}
 	years := map[string]bool{}
@@ -982,7 +983,7 @@ func (t *table) cells(r *record) []string {
 		if second, ok := t.joined[c]; ok {
 			w, _ := r.value(second)
 			v = cmpOr(v, "-") + "-" + cmpOr(w, "-")
-			if r.loop != "" {
+			if r.loop != "" && c == routePairs[0][0] {
 				v = r.loop // "EWR-EWR" says not where it goes
 			}
 		}
@@ -1124,13 +1125,12 @@ func loopFields(fields []field, loop string) []field {
 	if loop == "" {
 		return fields
 	}
-	for _, p := range routePairs {
-		i := slices.IndexFunc(fields, func(f field) bool { return f.name == p[0] })
-		j := slices.IndexFunc(fields, func(f field) bool { return f.name == p[1] })
-		if i >= 0 && j >= 0 {
-			fields[i] = field{name: "route", value: loop}
-			return slices.Delete(fields, j, j+1)
-		}
+	p := routePairs[0]
+	i := slices.IndexFunc(fields, func(f field) bool { return f.name == p[0] })
+	j := slices.IndexFunc(fields, func(f field) bool { return f.name == p[1] })
+	if i >= 0 && j >= 0 {
+		fields[i] = field{name: "route", value: loop}
+		return slices.Delete(fields, j, j+1)
 	}
 	return fields
 }
