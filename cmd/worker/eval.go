@@ -226,8 +226,12 @@ func aggregateGrades(path string) (*eval.Aggregate, error) {
 	if err != nil {
 		return nil, err
 	}
+	agg, err := eval.AggregateGrades(gf) // checks the verdicts and scores before the file is written
+	if err != nil {
+		return nil, err
+	}
 	if err := writeJSONFile(filepath.Join(path, "round", "grades.json"), gf); err != nil {
 		return nil, err
 	}
-	return eval.AggregateGrades(gf)
+	return agg, nil
 }

@@ -512,7 +512,7 @@ func goldSheet(ps ProbeSet, pm *PacketManifest) string {
 	}
 	b.WriteString("## Verdicts\n\nusable: the fact is there and correct enough to act on. bare: only a name or code, without the fact\n" +
 		"the question asks. missing: absent or wrong. Score each H question 0-5 against the original, and readability\n" +
-		"0-5 from the packet itself (docs/probes.md).\n")
+		"0-5 from the packet itself.\n")
 	return b.String()
 }
 

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,8 +82,13 @@ func Assign(man *Manifest, opts RoundOptions) (*Round, error) {
 		}
 		i++
 	}
-	if i == 0 {
+	switch {
+	case i == 0:
 		return nil, errors.New("eval: no conversation was compacted: no packets to hand out")
+	case opts.Readers > 2*i:
+		return nil, fmt.Errorf("eval: %d readers for %d packets: some would read nothing", opts.Readers, 2*i)
+	case opts.Graders > i*opts.GradersPerConversation:
+		return nil, fmt.Errorf("eval: %d graders for %d gradings: some would grade nothing", opts.Graders, i*opts.GradersPerConversation)
 	}
 	return r, nil
 }
@@ -209,16 +215,33 @@ Open no other files. Conversations:
 	return b.String()
 }
 
-// CollectGrades reads dir/manifest.json and the graders' files in
-// dir/round/grades, and returns them as a grades file: each packet letter
-// mapped back to its method, each verdict to its probe. A file that names
-// an unknown conversation, packet or probe, or leaves a probe or a
-// dimension out, is an error that names the file.
+// CollectGrades reads dir/manifest.json, dir/round/assignment.json and
+// the graders' files in dir/round/grades, and returns them as a grades
+// file: each packet letter mapped back to its method, each verdict to its
+// probe. A file must be named after its grader and conversation, come
+// from a grader the round gave that conversation, grade both packets and
+// give every probe a verdict and every dimension a score; any other file
+// (one left from an earlier round, one half written) is an error that
+// names it.
 func CollectGrades(dir string) (GradesFile, error) {
 	gf := GradesFile{Protocol: "docs/probes.md", Grades: []Grade{}}
 	man, err := readManifest(dir)
 	if err != nil {
 		return gf, err
+	}
+	var r Round
+	data, err := os.ReadFile(filepath.Join(dir, "round", "assignment.json"))
+	if err != nil {
+		return gf, fmt.Errorf("eval: %w (hand the round out first: worker eval --round)", err)
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return gf, fmt.Errorf("eval: %s: %w", filepath.Join(dir, "round", "assignment.json"), err)
+	}
+	assigned := map[string]bool{} // grader-conversation
+	for k, convs := range r.Graders {
+		for _, c := range convs {
+			assigned[fmt.Sprintf("g%d-%s", k+1, c)] = true
+		}
 	}
 	byConv := map[string]*PacketManifest{}
 	for i := range man.Conversations {
@@ -233,7 +256,7 @@ func CollectGrades(dir string) (GradesFile, error) {
 	}
 	slices.Sort(files)
 	for _, f := range files {
-		grades, err := readGraderFile(f, byConv)
+		grades, err := readGraderFile(f, byConv, assigned)
 		if err != nil {
 			return gf, fmt.Errorf("eval: %s: %w", f, err)
 		}
@@ -242,23 +265,28 @@ func CollectGrades(dir string) (GradesFile, error) {
 	return gf, nil
 }
 
-func readGraderFile(path string, byConv map[string]*PacketManifest) ([]Grade, error) {
+func readGraderFile(path string, byConv map[string]*PacketManifest, assigned map[string]bool) ([]Grade, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var f GraderFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
 		return nil, err
 	}
 	pm := byConv[f.Conversation]
+	key := f.Grader + "-" + f.Conversation
 	switch {
 	case pm == nil || !pm.Compacted:
 		return nil, fmt.Errorf("conversation %q has no packets", f.Conversation)
 	case f.Grader == "":
 		return nil, errors.New("no grader named")
-	case len(f.Packets) == 0:
-		return nil, errors.New("no packet graded")
+	case filepath.Base(path) != key+".json":
+		return nil, fmt.Errorf("it holds %s's grades of %s: its name should be %s.json", f.Grader, f.Conversation, key)
+	case !assigned[key]:
+		return nil, fmt.Errorf("the round did not give %s to %s (a file of an earlier round?)", f.Conversation, f.Grader)
 	}
 	methods := map[string]string{}
 	for method, rel := range pm.Packets {
@@ -266,21 +294,24 @@ func readGraderFile(path string, byConv map[string]*PacketManifest) ([]Grade, er
 	}
 	letters := make([]string, 0, len(f.Packets))
 	for l := range f.Packets {
+		if _, ok := methods[l]; !ok {
+			return nil, fmt.Errorf("no packet %q", l)
+		}
 		letters = append(letters, l)
+	}
+	if len(letters) != len(methods) {
+		return nil, fmt.Errorf("%d of the %d packets graded: a round's grader grades both", len(letters), len(methods))
 	}
 	slices.Sort(letters)
 	var out []Grade
 	for _, letter := range letters {
 		gp := f.Packets[letter]
-		method, ok := methods[letter]
-		if !ok {
-			return nil, fmt.Errorf("no packet %q", letter)
-		}
+		method := methods[letter]
 		g := templateGrade(pm, method)
 		g.Grader, g.Notes = f.Grader, gp.Notes
 		for i := range g.Probes {
 			v, ok := gp.Probes[g.Probes[i].ID]
-			if !ok {
+			if !ok || v == "" {
 				return nil, fmt.Errorf("packet %s: no verdict for %s", letter, g.Probes[i].ID)
 			}
 			g.Probes[i].Verdict = v

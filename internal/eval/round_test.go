@@ -74,6 +74,12 @@ func TestAssign(t *testing.T) {
 	if _, err := Assign(man, RoundOptions{Readers: 2, Graders: 2, GradersPerConversation: 3}); err == nil {
 		t.Error("two graders cannot give a conversation three")
 	}
+	if _, err := Assign(man, RoundOptions{Readers: 3, Graders: 1, GradersPerConversation: 1}); err == nil {
+		t.Error("three readers for two packets: one would read nothing")
+	}
+	if _, err := Assign(man, RoundOptions{Readers: 2, Graders: 2, GradersPerConversation: 1}); err == nil {
+		t.Error("two graders for one grading: one would grade nothing")
+	}
 }
 
 // A round on tau-bench-2's packets: the instructions name the files, and
@@ -120,9 +126,10 @@ func TestRoundCollectGrades(t *testing.T) {
 	}
 	other := map[string]string{"A": "B", "B": "A"}[briefdLetter]
 	f := GraderFile{Conversation: "tau-bench-2", Grader: "g1", Packets: map[string]GraderPacket{briefdLetter: gp(VerdictUsable, 5), other: gp(VerdictMissing, 2)}}
+	grades := filepath.Join(out, "round", "grades")
 	write := func(f GraderFile) {
 		b, _ := json.Marshal(f)
-		if err := os.WriteFile(filepath.Join(out, "round", "grades", "g1-tau-bench-2.json"), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(grades, "g1-tau-bench-2.json"), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -142,19 +149,41 @@ func TestRoundCollectGrades(t *testing.T) {
 		t.Errorf("middle: %+v", got)
 	}
 
-	// A grader's file that leaves a probe out, names no such packet or
-	// leaves a dimension out is an error naming the file.
-	bad := f
-	bad.Packets = map[string]GraderPacket{"C": gp(VerdictUsable, 5)}
-	noProbe := gp(VerdictUsable, 5)
+	// A grader's file that leaves a probe, a verdict, a dimension or a
+	// packet out, names no such packet or conversation, or is not the
+	// grader's the round named, is an error naming the file.
+	with := func(letter string, p GraderPacket) GraderFile {
+		g := GraderFile{Conversation: "tau-bench-2", Grader: "g1", Packets: map[string]GraderPacket{briefdLetter: gp(VerdictUsable, 5), other: gp(VerdictMissing, 2)}}
+		g.Packets[letter] = p
+		return g
+	}
+	noProbe, noVerdict, noDim := gp(VerdictUsable, 5), gp(VerdictUsable, 5), gp(VerdictUsable, 5)
 	delete(noProbe.Probes, pm.Probes[0].ID)
-	noDim := gp(VerdictUsable, 5)
+	noVerdict.Probes[pm.Probes[0].ID] = ""
 	delete(noDim.Dimensions, "readability")
-	for _, b := range []GraderFile{bad, {Conversation: "tau-bench-2", Grader: "g1", Packets: map[string]GraderPacket{"A": noProbe}},
-		{Conversation: "tau-bench-2", Grader: "g1", Packets: map[string]GraderPacket{"A": noDim}}, {Conversation: "nope", Grader: "g1", Packets: f.Packets}} {
+	onePacket := with(briefdLetter, gp(VerdictUsable, 5))
+	delete(onePacket.Packets, other)
+	for _, b := range []GraderFile{with("C", gp(VerdictUsable, 5)), with(briefdLetter, noProbe), with(briefdLetter, noVerdict), with(other, noDim),
+		onePacket, {Conversation: "nope", Grader: "g1", Packets: f.Packets}, {Conversation: "tau-bench-2", Grader: "g2", Packets: f.Packets}} {
 		write(b)
 		if _, err := CollectGrades(out); err == nil || !strings.Contains(err.Error(), "g1-tau-bench-2.json") {
 			t.Errorf("%+v: %v", b, err)
 		}
+	}
+	write(f)
+	// A file left by an earlier round's grader the assignment does not name.
+	b, _ := json.Marshal(GraderFile{Conversation: "tau-bench-2", Grader: "g4", Packets: f.Packets})
+	if err := os.WriteFile(filepath.Join(grades, "g4-tau-bench-2.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CollectGrades(out); err == nil || !strings.Contains(err.Error(), "g4-tau-bench-2.json") || !strings.Contains(err.Error(), "did not give") {
+		t.Errorf("a stale grader's file: %v", err)
+	}
+	// Fields a grader invented are an error, not ignored.
+	if err := os.WriteFile(filepath.Join(grades, "g4-tau-bench-2.json"), []byte(`{"conversation": "tau-bench-2", "grader": "g4", "packets": {}, "score": 5}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CollectGrades(out); err == nil || !strings.Contains(err.Error(), "score") {
+		t.Errorf("an unknown field: %v", err)
 	}
 }
