@@ -958,6 +958,8 @@ type digestColumn struct {
 	values      []string
 	avail       bool
 	route       bool
+	// span marks two clock columns joined ("departure-arrival").
+	span bool
 	// keys name the numbers of a column of several ("prices (economy,
 	// business)": 123/333), whose values join them with "/".
 	keys []string
@@ -969,13 +971,8 @@ func (c digestColumn) onlyKeys(named func(string) bool) digestColumn {
 	if named == nil {
 		return c
 	}
-	var keep []int
-	for i, k := range c.keys {
-		if named(k) {
-			keep = append(keep, i)
-		}
-	}
-	if len(keep) == 0 || len(keep) == len(c.keys) {
+	keep := namedKeys(c.keys, named)
+	if keep == nil {
 		return c
 	}
 	out := c
@@ -996,6 +993,22 @@ func (c digestColumn) onlyKeys(named func(string) bool) digestColumn {
 		out.values[r] = strings.Join(picked, "/")
 	}
 	return out
+}
+
+// namedKeys returns the positions of the keys the user named (economy of
+// basic_economy, economy, business), or nil when it named none or all:
+// the numbers of a record or a digest column kept at the least detail.
+func namedKeys(keys []string, named func(string) bool) []int {
+	var keep []int
+	for i, k := range keys {
+		if named(k) {
+			keep = append(keep, i)
+		}
+	}
+	if len(keep) == len(keys) {
+		return nil
+	}
+	return keep
 }
 
 // digestColumns returns the fields of alike records that one chooses
@@ -1041,7 +1054,7 @@ func digestColumns(recs []record) []digestColumn {
 			for i := range prev.values {
 				prev.values[i] += "-" + c.values[i]
 			}
-			prev.name += "," // joined: not a clock column any more
+			prev.span = true
 			continue
 		}
 		cols = append(cols, c)
@@ -1050,7 +1063,7 @@ func digestColumns(recs []record) []digestColumn {
 }
 
 func clockColumn(c digestColumn) bool {
-	if strings.HasSuffix(c.name, ",") {
+	if c.span || c.route {
 		return false
 	}
 	for _, v := range c.values {
@@ -1227,26 +1240,22 @@ func orList(xs []string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }
 
-// routeColumn finds the two fields that chain the parts of every
-// combination (a leg's destination is the next leg's origin) and returns
-// them as one column of the parts ("JFK-SEA"), or nil.
+// routeColumn returns the parts' route pair (routePairs: a leg's
+// destination is the next leg's origin in every combination) as one
+// column of the parts ("JFK-SEA"), or nil.
 func routeColumn(recs []record, parts []record) *digestColumn {
-	fs := parts[0].fields
-	for _, from := range fs {
-		for _, to := range fs {
-			if from.name == to.name || choiceRe.MatchString(from.name) || choiceRe.MatchString(to.name) || len(from.value) > 12 || len(to.value) > 12 {
-				continue
-			}
-			if chains(recs, from.name, to.name) {
-				c := &digestColumn{name: from.name + "," + to.name, label: from.name + "-" + to.name, route: true}
-				for _, p := range parts {
-					a, _ := p.value(from.name)
-					z, _ := p.value(to.name)
-					c.values = append(c.values, a+"-"+z)
-				}
-				return c
-			}
+	for _, pair := range routePairs {
+		from, to := pair[0], pair[1]
+		if !chains(recs, from, to) {
+			continue
 		}
+		c := &digestColumn{name: from, label: from + "-" + to, route: true}
+		for _, p := range parts {
+			a, _ := p.value(from)
+			z, _ := p.value(to)
+			c.values = append(c.values, a+"-"+z)
+		}
+		return c
 	}
 	return nil
 }

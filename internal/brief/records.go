@@ -192,28 +192,27 @@ func toRecord(m *object, key string) record {
 // do not say where it goes. Only origin and destination: other pairs that
 // chain (a mail thread's from and to) are not a route.
 func loopStops(m *object) string {
-	for _, p := range routePairs[:1] {
-		from, to := scalarString(m.get(p[0])), scalarString(m.get(p[1]))
-		if from == "" || from != to {
+	p := routePairs[0]
+	from, to := scalarString(m.get(p[0])), scalarString(m.get(p[1]))
+	if from == "" || from != to {
+		return ""
+	}
+	for _, k := range m.keys {
+		legs, ok := m.get(k).([]any)
+		if !ok || len(legs) < 2 {
 			continue
 		}
-		for _, k := range m.keys {
-			legs, ok := m.get(k).([]any)
-			if !ok || len(legs) < 2 {
-				continue
+		stops := []string{from}
+		for _, l := range legs {
+			o, ok := l.(*object)
+			if !ok || scalarString(o.get(p[0])) != stops[len(stops)-1] || scalarString(o.get(p[1])) == "" {
+				stops = nil
+				break
 			}
-			stops := []string{from}
-			for _, l := range legs {
-				o, ok := l.(*object)
-				if !ok || scalarString(o.get(p[0])) != stops[len(stops)-1] || scalarString(o.get(p[1])) == "" {
-					stops = nil
-					break
-				}
-				stops = append(stops, scalarString(o.get(p[1])))
-			}
-			if len(stops) > 2 && stops[len(stops)-1] == to {
-				return strings.Join(stops, "-")
-			}
+			stops = append(stops, scalarString(o.get(p[1])))
+		}
+		if len(stops) > 2 && stops[len(stops)-1] == to {
+			return strings.Join(stops, "-")
 		}
 	}
 	return ""

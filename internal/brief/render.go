@@ -1136,20 +1136,22 @@ func loopFields(fields []field, loop string) []field {
 }
 
 // namedNumbers keeps, of "basic_economy 63, economy 163, business 235",
-// the numbers the user named ("economy 163"), when it names some but not
-// all.
+// the numbers the user named ("economy 163"; namedKeys).
 func namedNumbers(v string, named func(string) bool) string {
 	pairs := strings.Split(v, ", ")
-	var keep []string
-	for _, p := range pairs {
-		if k, _, _ := strings.Cut(p, " "); named(k) {
-			keep = append(keep, p)
-		}
+	keys := make([]string, len(pairs))
+	for i, p := range pairs {
+		keys[i], _, _ = strings.Cut(p, " ")
 	}
-	if len(keep) == 0 || len(keep) == len(pairs) {
+	keep := namedKeys(keys, named)
+	if keep == nil {
 		return v
 	}
-	return strings.Join(keep, ", ")
+	out := make([]string, len(keep))
+	for j, i := range keep {
+		out[j] = pairs[i]
+	}
+	return strings.Join(out, ", ")
 }
 
 // baseImportance ranks a step by what it did.

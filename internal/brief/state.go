@@ -181,9 +181,8 @@ func (m *model) lastCheck() (string, *step) {
 	if p := check.prevRun; p != nil && strings.HasPrefix(res, "the same output as") {
 		// The state reads on its own: the output itself, from the first
 		// of the runs that printed it ("the same output as [m0079]", which
-		// was the same as [m0073], is m0073's).
-		// Its output only: the run's own edit or exit status is not
-		// the check's.
+		// was the same as [m0073], is m0073's), and only the output: that
+		// run's edit or exit status is not the check's.
 		prev := outputText(p, levelShort)
 		for seen := 0; strings.HasPrefix(prev, "the same output as") && p.prevRun != nil && seen < 64; seen++ {
 			p = p.prevRun
