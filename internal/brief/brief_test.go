@@ -128,6 +128,41 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"[m0003] search_direct_flight", "[m0005] search", "LEFT OUT"},
 		},
 		{
+			name: "the last check's result is quoted by STATE alone; its step and its script's line point there",
+			build: func(b *spanBuilder) {
+				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
+					bash("Fix it.", "sed -i 's/required = True/required = False/' pixels.py", rc(0, "")).
+					bash("Check.", "python repro.py", rc(1, "AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation"))
+			},
+			budget: 900,
+			wanted: []string{"last check after the last change: [m0007] python repro.py → exit 1: AttributeError: Unable to convert the pixel data",
+				"- [m0007] python repro.py → the last check, in STATE", "last run [m0007] → the last check, in STATE"},
+			unwanted: []string{"- [m0007] python repro.py → exit 1", "last run [m0007] → exit 1"},
+		},
+		{
+			name: "a failure seen again is told by the step that first showed it; the same message elsewhere is another error",
+			build: func(b *spanBuilder) {
+				crash := func(line string) string {
+					return "Traceback (most recent call last):\n  File \"/testbed/src/terminal.py\", line " + line + ", in _folded_skips\n" +
+						"TypeError: object of type 'ExceptionChainRepr' has no len()"
+				}
+				b.bash("Fix it.", "sed -i 's/a/b/' src/skipping.py", rc(0, "")).
+					bash("Run.", "pytest -rsx repro.py", rc(1, crash("1251"))).
+					bash("Debug.", "sed -i '1250a print(1)' src/terminal.py", rc(0, "")).
+					bash("Run.", "pytest -rsx repro.py", rc(1, "DEBUG: 1\n"+crash("1252"))).
+					bash("Fix the syntax.", "sed -i 's/c/d/' src/terminal.py", rc(0, "")).
+					bash("Run.", "pytest -rsx repro.py", rc(1, syntaxTrace("135", "x = 1"))).
+					bash("Other.", "python other.py", rc(0, "ok")).
+					bash("Again.", "sed -i 's/e/f/' constraints.py", rc(0, "")).
+					bash("Run.", "pytest -rsx repro.py", rc(1, syntaxTrace("144", "y = 2")))
+			},
+			budget: 1500,
+			wanted: []string{"- [m0005] pytest -rsx repro.py → exit 1: TypeError: object of type 'ExceptionChainRepr' has no len() (at /testbed/src/terminal.py line 1251 in _folded_skips)",
+				"- [m0009] pytest -rsx repro.py → exit 1: the same error as [m0005]: TypeError: object of type 'ExceptionChainRepr' has no len()",
+				"- [m0019] pytest -rsx repro.py → exit 1: IndentationError: unexpected indent (at /testbed/constraints.py line 144)"},
+			unwanted: []string{"the same error as [m0013]"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)
@@ -1554,6 +1589,34 @@ func TestChainedFolding(t *testing.T) {
 				prev = &briefd.Briefing{BoundaryID: fmt.Sprintf("m%04d", 30+cycle*10), Text: d.Text, Structured: d.Structured, Depth: d.Depth}
 			}
 		}
+	}
+}
+
+// A step line that pointed at its briefing's last check gets that check's
+// result back when the briefing is folded: the next state tells another.
+func TestFoldedPointerToStateGetsItsResult(t *testing.T) {
+	count := counter(t)
+	var b spanBuilder
+	b.bash("Fix it.", "sed -i 's/required = True/required = False/' pixels.py", rc(0, "")).
+		bash("Check.", "python repro.py", rc(1, "AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation"))
+	first := write(t, b.msgs, 900)
+	mustContain(t, first.Text, "- [m0005] python repro.py → the last check, in STATE")
+	prev := &briefd.Briefing{BoundaryID: "m0010", Text: first.Text, Structured: first.Structured, Depth: first.Depth}
+	for _, withRecord := range []bool{true, false} {
+		var c spanBuilder
+		c.n = 10
+		c.bash("Fix again.", "sed -i 's/x = 1/x = 2/' pixels.py", rc(0, "")).
+			bash("Check.", "python repro.py", rc(0, "decoded 25 pixels"))
+		in := Input{Span: append([]briefd.Message{briefd.BriefingMessage(prev)}, c.msgs...), BudgetTokens: 1200, CountTokens: count}
+		if withRecord {
+			in.Previous = prev
+		}
+		d, err := Write(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustContain(t, d.Text, "- [m0005] python repro.py → exit 1: AttributeError: Unable to convert the pixel data", "last check after the last change: [m0015] python repro.py → decoded 25 pixels")
+		mustNotContain(t, d.Text, "[m0005] python repro.py → the last check")
 	}
 }
 

@@ -141,7 +141,7 @@ func (g *group) text(m *model, level int) string {
 	}
 	// The runs of a group printed the same: the first one's result says
 	// what it printed (the later ones would say "the same output as" it).
-	res := resultText(m, g.first(), level)
+	res := m.stepResult(g.first(), level)
 	if res != "" {
 		b.WriteString(" → ")
 		b.WriteString(res)
@@ -152,6 +152,24 @@ func (g *group) text(m *model, level int) string {
 		}
 	}
 	return b.String()
+}
+
+// stepResult is a step's result as its line in STEPS tells it. What
+// another line of the briefing already quotes is pointed to, not quoted
+// again: the last check's result, which STATE tells, and an error seen
+// before (one error of ERRORS), told in full by the step that first
+// showed it (a run repeated while debugging fails the same way each time,
+// and its news is the agent's reading, not the error).
+func (m *model) stepResult(s *step, level int) string {
+	res := resultText(m, s, level)
+	if m.toldInState(s, res) {
+		return inState
+	}
+	if e := s.sameErr; e != nil && res == failureText(s, level) {
+		head, _, _ := strings.Cut(res, ":")
+		return head + ": the same error as [" + e.id() + "]: " + clip(s.f.out.errLine, []int{120, 90, 60}[level])
+	}
+	return res
 }
 
 // callText is how a step's call reads: the command, or tool(args).

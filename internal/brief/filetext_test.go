@@ -25,13 +25,13 @@ func TestUndoneCount(t *testing.T) {
 		{[]undo{debug, reverse, reverse, checkout}, "`x` → `y` [m0077]; 5 earlier changes undone [m0063–m0075], the last time by git checkout"},
 	} {
 		f.undone = tc.undos
-		if got := fileText(f, levelMin); got != tc.want {
+		if got := fileText(f, levelMin, false); got != tc.want {
 			t.Errorf("fileText:\n got %q\nwant %q", got, tc.want)
 		}
 	}
 	// At the full level each undo says how.
 	f.undone = []undo{debug}
-	if got := fileText(f, levelFull); !strings.Contains(got, "undone by deleting the lines matching `DEBUG` [m0063]") {
+	if got := fileText(f, levelFull, false); !strings.Contains(got, "undone by deleting the lines matching `DEBUG` [m0063]") {
 		t.Errorf("full level: %q", got)
 	}
 	// When listing the undos would run past the line's room, they are
@@ -40,7 +40,7 @@ func TestUndoneCount(t *testing.T) {
 	f.changes = []change{{id: "m0077", what: "`" + long + "` → `y`"}}
 	many := undo{id: "m0063", what: "deleted the line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted " + long}, {id: "m0049", what: "inserted " + long}}}
 	f.undone = []undo{many, sys, checkout}
-	if got := fileText(f, levelShort); !strings.Contains(got, "1 change undone by git checkout [m0075]") || strings.HasSuffix(got, "…") {
+	if got := fileText(f, levelShort, false); !strings.Contains(got, "1 change undone by git checkout [m0075]") || strings.HasSuffix(got, "…") {
 		t.Errorf("short level: %q", got)
 	}
 }

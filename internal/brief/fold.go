@@ -36,7 +36,9 @@ func foldPrior(msg *briefd.Message, prev *briefd.Briefing) *prior {
 	if prev != nil && len(prev.Structured) > 0 {
 		var r Record
 		if err := json.Unmarshal(prev.Structured, &r); err == nil && r.Format == RecordFormat {
-			return fromRecord(&r)
+			p := fromRecord(&r)
+			p.resolveInState()
+			return p
 		}
 	}
 	text, ok := briefd.UnwrapBriefing(msg.Content.String())
@@ -47,7 +49,35 @@ func foldPrior(msg *briefd.Message, prev *briefd.Briefing) *prior {
 	if prev != nil {
 		p.depth = prev.Depth
 	}
+	p.resolveInState()
 	return p
+}
+
+// resolveInState gives the lines that pointed at the earlier state's last
+// check ("→ the last check, in STATE") the result that state quoted: the
+// new briefing's state tells another check, or none.
+func (p *prior) resolveInState() {
+	res := ""
+	for _, e := range p.entries[secState] {
+		t := strings.TrimPrefix(e.Text, "- ")
+		if !strings.HasPrefix(t, checkPrefix) {
+			continue
+		}
+		if _, r, ok := strings.Cut(t, " → "); ok {
+			res, _, _ = strings.Cut(r, " — still failing")
+		}
+	}
+	for _, sec := range []section{secFiles, secSteps} {
+		for k, e := range p.entries[sec] {
+			if strings.Contains(e.Text, "→ "+inState) {
+				with := res
+				if with == "" {
+					with = "not known" // a state cut by hand: no result to give
+				}
+				p.entries[sec][k].Text = strings.Replace(e.Text, "→ "+inState, "→ "+with, 1)
+			}
+		}
+	}
 }
 
 func fromRecord(r *Record) *prior {

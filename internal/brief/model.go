@@ -37,6 +37,10 @@ type step struct {
 	lineIdents []string
 	// prevRun is the last earlier step with the same call and an output.
 	prevRun *step
+	// sameErr is the step that first showed the error this one shows
+	// again (the same error of ERRORS: trackError), when the error is
+	// told by its line: a failure seen again is told by pointing there.
+	sameErr *step
 	// outcome memoizes outcomeKey, noMatch noMatch (0 unread, 1 false,
 	// 2 true).
 	outcome string
@@ -240,6 +244,7 @@ type errState struct {
 	checked    string // the reaction of resolvedBy that misfired was read from
 	misfired   bool
 	lastFailed *step  // the step it was last seen in, whose reaction may judge it
+	first      *step  // the step it was first seen in
 	fix        string // what changed between the last failure and that success
 	n          int    // last step it was seen
 	count      int
@@ -298,6 +303,8 @@ type model struct {
 	// lastRun maps a call's label to the last step that made it, to tell
 	// what a repeated run printed that the one before did not.
 	lastRun map[string]*step
+	// check memoizes lastCheck by the steps it was read from.
+	check checkMemo
 	// userAt is the step count when the last user message came.
 	userAt int
 	// dialogue is set when the span has a real user message after the
@@ -1493,6 +1500,9 @@ func (m *model) trackError(s *step) {
 		// A side command's error ("cat: /tmp/debug.log: No such file or
 		// directory") is one error whatever line it came from.
 		if e.line == line && (e.key == key || sideCommandRe.MatchString(line)) && e.resolved == "" {
+			if o.errLine != "" && o.tests == "" {
+				s.sameErr = e.first
+			}
 			e.ids = append(e.ids, s.id())
 			e.lastFailed = s
 			e.n = s.n
@@ -1513,7 +1523,7 @@ func (m *model) trackError(s *step) {
 			return
 		}
 	}
-	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s, raisedBy: raisedBy})
+	m.errors = append(m.errors, &errState{line: line, at: o.errAt, ids: []string{s.id()}, key: key, n: s.n, count: 1, lastHead: s.f.call.lastHead, lastFailed: s, first: s, raisedBy: raisedBy})
 }
 
 // syntaxMovedOn reports an error that stops a program before it runs

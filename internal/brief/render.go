@@ -351,7 +351,8 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
-		it.texts = m.fileTexts(f, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv) })
+		inState := f.lastRun != nil && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
+		it.texts = m.fileTexts(f, inState, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv, inState) })
 		// A file shown whole needs no key lines: they would follow its
 		// content as if they were its last line.
 		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 && !shownWhole(f, levelFull) {
@@ -590,7 +591,7 @@ func fileIDs(f *fileState) []string {
 // fileText tells a file's net state: created, its surviving changes, the
 // reverts that undid earlier ones, deletion, its content when small, and
 // the last run of it.
-func fileText(f *fileState, level int) string {
+func fileText(f *fileState, level int, lastRunInState bool) string {
 	var parts []string
 	if f.created != "" {
 		parts = append(parts, "created ["+f.created+"]")
@@ -644,7 +645,11 @@ func fileText(f *fileState, level int) string {
 	if f.outline != "" && f.deleted == "" && level != levelMin {
 		parts = append(parts, clip(f.outline, []int{200, 110}[level]))
 	}
-	if f.lastRun != nil && level != levelMin {
+	switch {
+	case f.lastRun == nil || level == levelMin:
+	case lastRunInState:
+		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+inState)
+	default:
 		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clipResult(resultTextShort(f.lastRun), []int{160, 90}[level]))
 	}
 	t := strings.Join(parts, "; ")

@@ -153,9 +153,50 @@ func (m *model) hasEditTools() bool {
 	return true
 }
 
+// checkMemo is lastCheck's answer and the steps it was read from.
+type checkMemo struct {
+	steps int
+	last  *step
+	line  string
+	step  *step
+	shown string // the result the line tells
+}
+
 // lastCheck tells the last test or run after the last change, and its
-// outcome, with its step; or that nothing ran since.
+// outcome, with its step; or that nothing ran since. It reads the steps
+// alone (their facts, fixed when read), so it is kept until one is added.
 func (m *model) lastCheck() (string, *step) {
+	c := &m.check
+	if n := len(m.steps); n == 0 || c.steps != n || c.last != m.steps[n-1] {
+		*c = checkMemo{steps: n}
+		if n > 0 {
+			c.last = m.steps[n-1]
+		}
+		c.line, c.step, c.shown = m.readLastCheck()
+	}
+	return c.line, c.step
+}
+
+// inState is a result told by pointing at the state's last check, which
+// quotes it. A folded briefing's pointers are given their result back
+// (prior.resolveInState): the next briefing's state tells another check.
+const inState = "the last check, in STATE"
+
+// checkPrefix begins the state's line of the last check.
+const checkPrefix = "last check after the last change: ["
+
+// toldInState reports whether res, a step's result, is the last check's
+// result that the state quotes (or a shorter cut of it): its line then
+// points there rather than quote it again.
+func (m *model) toldInState(s *step, res string) bool {
+	if _, cs := m.lastCheck(); s != cs || len(res) <= 40 {
+		return false
+	}
+	return strings.HasPrefix(m.check.shown, strings.TrimSuffix(res, "…"))
+}
+
+// readLastCheck is lastCheck's answer, and the result its line tells.
+func (m *model) readLastCheck() (line string, check *step, shown string) {
 	lastChange := -1
 	for _, s := range m.steps {
 		if (s.f.call.kind == kindEdit || s.f.call.kind == kindWrite || s.f.call.kind == kindRevert) && (!s.failed || runsAfterChange(s)) && !allNoop(s) {
@@ -163,9 +204,8 @@ func (m *model) lastCheck() (string, *step) {
 		}
 	}
 	if lastChange < 0 {
-		return "", nil
+		return "", nil, ""
 	}
-	var check *step
 	if s := m.steps[lastChange]; runsAfterChange(s) {
 		check = s // sed -i … && python x.py: the same command checked it
 	}
@@ -175,7 +215,7 @@ func (m *model) lastCheck() (string, *step) {
 		}
 	}
 	if check == nil {
-		return "not run, tested or sent since the last change [" + m.steps[lastChange].id() + "]", nil
+		return "not run, tested or sent since the last change [" + m.steps[lastChange].id() + "]", nil, ""
 	}
 	res := resultText(m, check, levelShort)
 	if p := check.prevRun; p != nil && strings.HasPrefix(res, "the same output as") {
@@ -190,7 +230,8 @@ func (m *model) lastCheck() (string, *step) {
 		}
 		res += ": " + prev
 	}
-	return "last check after the last change: [" + check.id() + "] " + callText(check, 70) + " → " + clipResult(res, 160), check
+	shown = clipResult(res, 160)
+	return checkPrefix + check.id() + "] " + callText(check, 70) + " → " + shown, check, shown
 }
 
 // clipResult clips a result told as lines picked from an output ("first

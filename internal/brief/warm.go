@@ -538,6 +538,7 @@ type fileLines struct {
 	name, created, deleted, movedTo, content, outline string
 	lastRun                                           *step
 	react                                             string // lastRun's
+	inState                                           bool   // lastRun is the last check, told in STATE
 	changes                                           []change
 	undone                                            []undo
 	texts                                             [levels]string
@@ -549,12 +550,12 @@ type fileLines struct {
 // not touched by the new steps. A rule that makes the line read more of
 // the file must be added to fileLines (TestWarmTouchedAgain and
 // TestWarmWriteIdentity find what it misses).
-func (m *model) fileTexts(f *fileState, write func(lv int) string) [levels]string {
+func (m *model) fileTexts(f *fileState, inState bool, write func(lv int) string) [levels]string {
 	name := f.name()
-	if c := f.lines; c != nil && c.name == name && c.matches(f) {
+	if c := f.lines; c != nil && c.name == name && c.inState == inState && c.matches(f) {
 		return c.texts
 	}
-	c := &fileLines{name: name, created: f.created, deleted: f.deleted, movedTo: f.movedTo, content: f.content, outline: f.outline, lastRun: f.lastRun,
+	c := &fileLines{name: name, created: f.created, deleted: f.deleted, movedTo: f.movedTo, content: f.content, outline: f.outline, lastRun: f.lastRun, inState: inState,
 		changes: slices.Clone(f.changes), undone: slices.Clone(f.undone)}
 	if f.lastRun != nil {
 		c.react = f.lastRun.react
@@ -695,6 +696,7 @@ type viewMemo struct {
 // identifiers read from them are kept too.
 type groupLine struct {
 	react       bool
+	check       bool // its first step is the last check (toldInState)
 	recs        int
 	texts       [levels]string
 	ids, idents []string
@@ -704,15 +706,17 @@ type groupLine struct {
 // groupLine returns g's memo, up to date.
 func (m *model) groupLine(g *group) *groupLine {
 	react := g.last().react != ""
+	_, cs := m.lastCheck()
+	check := g.first() == cs
 	gl := g.line
 	if gl == nil {
 		gl = &groupLine{ids: []string{g.first().id()}, idents: groupIdents(g)}
 		g.line = gl
 		m.memoBytes += 256
-	} else if gl.react == react && gl.recs == len(m.records) {
+	} else if gl.react == react && gl.check == check && gl.recs == len(m.records) {
 		return gl
 	}
-	gl.react, gl.recs, gl.texts = react, len(m.records), m.groupTexts(g)
+	gl.react, gl.check, gl.recs, gl.texts = react, check, len(m.records), m.groupTexts(g)
 	gl.it.identsAt, gl.it.usesAt = [levels][]string{}, [levels]*identUses{}
 	gl.it.unsaid, gl.it.unsaidDone = [levels][]*step{}, [levels]bool{}
 	return gl
@@ -735,6 +739,7 @@ type lineKey struct {
 	first, last int    // the group's first and last steps
 	mid         string // the steps between, when there are any
 	react       bool   // its last step's reaction is known (salient, reading)
+	check       bool   // its first step is the last check (toldInState)
 }
 
 // groupTexts returns the group's line at every level ("- " + group.text),
@@ -749,7 +754,8 @@ func (m *model) groupTexts(g *group) [levels]string {
 	if m.lines == nil || m.linesRecs != len(m.records) {
 		m.lines, m.linesRecs = map[lineKey][levels]string{}, len(m.records)
 	}
-	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != ""}
+	_, cs := m.lastCheck()
+	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != "", check: g.first() == cs}
 	if len(g.steps) > 2 {
 		b := make([]byte, 0, 4*len(g.steps))
 		for _, s := range g.steps[1 : len(g.steps)-1] {
