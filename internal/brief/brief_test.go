@@ -163,6 +163,27 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"the same error as [m0013]"},
 		},
 		{
+			name: "a data file read whole, too long to quote, is told by how it begins",
+			build: func(b *spanBuilder) {
+				b.bash("Read it.", "cat eps1.1_ones-and-zer0es_c4368e65e1883044f3917485ec928173.mpeg", strings.Repeat("0110011001101100", 96)).
+					bash("Next.", "cat notes.md", "# Notes\n"+strings.Repeat("Some prose about the challenge.\n", 30))
+			},
+			budget:   600,
+			wanted:   []string{"eps1.1_ones-and-zer0es_c4368e65e1883044f3917485ec928173.mpeg: read whole [m0003]; begins `0110011001101100"},
+			unwanted: []string{"notes.md: read whole [m0005]; begins"},
+		},
+		{
+			name: "a listing that says what each name is keeps the saying, the long names shortened",
+			build: func(b *spanBuilder) {
+				b.bash("What are they?", "file ./*", "./eps1.1_ones-and-zer0es_c4368e65e1883044f3917485ec928173.mpeg: ASCII text, with very long lines (1544)\n"+
+					"./eps1.7_wh1ter0se_2b007cf0ba9881d954e85eb475d0d5e4.m4v:        ASCII text, with very long lines (360)\n"+
+					"./eps1.9_zer0-day_b7604a922c8feef666a957933751a074.avi:         ASCII text, with very long lines (1136)").
+					bash("Read it.", "cat ./eps1.7_wh1ter0se_2b007cf0ba9881d954e85eb475d0d5e4.m4v", strings.Repeat("EOY XF, AY VMU M UKFNY TOY. ", 12))
+			},
+			budget: 600,
+			wanted: []string{"[m0003] file ./* → eps1.1_ones-an…173.mpeg: ASCII text, with very long lines (1544) | eps1.7_wh1ter0…d5e4.m4v: ASCII text"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)

@@ -563,6 +563,23 @@ func listText(o *output, level int) string {
 		count = " (" + strconv.Itoa(all) + " entries)"
 	}
 	max := []int{16, 10, 0}[level]
+	if slices.ContainsFunc(entries, func(e string) bool { return strings.Contains(e, ": ") }) {
+		// Entries that say what each name is ("./eps1.1_ones…mpeg:
+		// ASCII text", as file prints them): the saying is the result,
+		// the name the call's own argument, shortened when long.
+		described := make([]string, len(entries))
+		for i, e := range entries {
+			described[i] = shortenLead(e)
+		}
+		if max == 0 {
+			return clip(strings.Join(described, " | "), 110) + count
+		}
+		t := strings.Join(headLines(described, max), " | ")
+		if len(entries) > max {
+			t += " …"
+		}
+		return clip(t, []int{220, 140}[level]) + count
+	}
 	if max == 0 {
 		if all <= 3 {
 			return clip(strings.Join(entries, " "), 60) // as short as a count
@@ -765,6 +782,22 @@ func outputText(s *step, level int) string {
 		t += " (" + strconv.Itoa(o.totalLines) + " lines)"
 	}
 	return clip(t, []int{480, 200}[level])
+}
+
+// shortenLead shortens the long name a line starts with ("NAME: what
+// it is"): to its base name, and a long base name to its ends.
+func shortenLead(l string) string {
+	name, rest, ok := strings.Cut(l, ": ")
+	if !ok || len(name) <= 24 || strings.ContainsAny(name, " \t") {
+		return l
+	}
+	if i := strings.LastIndexByte(name, '/'); i >= 0 && i < len(name)-1 {
+		name = name[i+1:]
+	}
+	if len(name) > 24 {
+		name = clip(name, 14) + name[len(name)-8:]
+	}
+	return name + ": " + strings.TrimSpace(rest)
 }
 
 // verdictLine is the conclusion a script printed near its end: a line

@@ -429,9 +429,61 @@ func fileReadTexts(f *fileState, views []*step) readLines {
 	case shown != "":
 		r.texts[levelShort] = "- " + f.name() + ": read " + clip(readParts(f, views), 60) + "; " + clip(shown, 120)
 		r.texts[levelMin] += ": " + clip(shown, 70)
+	case len(notable) == 0:
+		// A data file read whole (a bit string, base64, a log) with no
+		// outline or line the agent named: "read whole" alone says
+		// nothing of what it holds; its first line does.
+		if head, size := viewHead(views[len(views)-1]); head != "" {
+			r.texts[levelFull] += "; begins " + quoteCode(head, 100) + size
+			r.texts[levelShort] += "; begins " + quoteCode(head, 60) + size
+			r.texts[levelMin] += "; begins " + quoteCode(head, 30)
+		}
 	}
 	return r
 }
+
+// viewHead is the first line of a data file a view printed whole (at
+// most 3 lines: a key, a ciphertext, a bit string, base64), and its size;
+// "" for a part of a file, a longer file (its outline or key lines tell
+// it), or output that is not the file's (a build's log before a cat).
+func viewHead(s *step) (head, size string) {
+	o := &s.f.out
+	if o.empty || strings.Contains(o.body, "characters elided") {
+		return "", ""
+	}
+	if c := &s.f.call; c.builds || c.ranAfterChange || c.kind != kindView {
+		return "", ""
+	}
+	for _, op := range s.f.call.ops {
+		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
+			return "", ""
+		}
+	}
+	var lines []string
+	for i, l := range splitLines(strings.TrimSpace(o.body)) {
+		if i == 0 && o.file != "" {
+			continue // the editor's header
+		}
+		if m := numberedLineRe.FindStringSubmatch(l); m != nil {
+			l = m[2]
+		}
+		if l = strings.TrimSpace(l); l != "" && !editorMarkRe.MatchString(l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 || len(lines) > 3 {
+		return "", ""
+	}
+	head = lines[0]
+	if n := len(lines); n > 1 {
+		return head, " (" + strconv.Itoa(n) + " lines)"
+	}
+	return head, " (" + strconv.Itoa(len(head)) + " characters)"
+}
+
+// editorMarkRe matches an editor's marks around a file's lines: "(this is
+// the beginning of the file)", "(12 more lines below)".
+var editorMarkRe = regexp.MustCompile(`^\((?:this is the (?:beginning|end) of the file|\d+ more lines? (?:above|below))\)$`)
 
 // changeSteps are the steps that only changed this one file (an edit, a
 // write, a revert, a delete) and succeeded.
