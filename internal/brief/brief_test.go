@@ -1718,6 +1718,22 @@ func TestEditThroughACopy(t *testing.T) {
 	}
 }
 
+func TestIsReading(t *testing.T) {
+	for s, want := range map[string]bool{
+		"The reproduction script confirms the issue.":    true,
+		"It crashed again with the same error.":          true,
+		"Thank you for providing the project structure.": false,
+		"Thanks, that shows the layout of the project.":  false,
+		"Try to locate the current directory":            false,
+		"Running the script to see what it prints.":      false,
+		"Does the output show the second debug line?":    false,
+	} {
+		if got := isReading(s); got != want {
+			t.Errorf("isReading(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 func TestSentences(t *testing.T) {
 	for _, tc := range []struct {
 		text string

@@ -198,7 +198,9 @@ func reading(s *step) string {
 }
 
 // isReading reports whether a sentence interprets a result, rather than
-// announcing an action ("Running the script.") or wondering aloud.
+// announcing an action ("Running the script.", "Try to locate the
+// directory"), wondering aloud, or thanking the harness ("Thank you for
+// providing the project structure.").
 func isReading(s string) bool {
 	if len(s) < 25 || strings.HasSuffix(s, "?") {
 		return false
@@ -207,7 +209,7 @@ func isReading(s string) bool {
 	if strings.HasSuffix(first, "ing") && first[0] >= 'A' && first[0] <= 'Z' {
 		return false // Running, Checking, Creating
 	}
-	for _, w := range []string{"Now", "Let", "Next", "OK", "Okay", "Great", "Good", "Maybe", "Perhaps", "Wait", "Hmm", "So,", "First", "Then"} {
+	for _, w := range []string{"Now", "Let", "Next", "OK", "Okay", "Great", "Good", "Maybe", "Perhaps", "Wait", "Hmm", "So,", "First", "Then", "Thank", "Thanks", "Try"} {
 		if first == w || strings.HasPrefix(first, w+",") {
 			return false
 		}
