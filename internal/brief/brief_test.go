@@ -184,6 +184,17 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"[m0003] file ./* → eps1.1_ones-an…173.mpeg: ASCII text, with very long lines (1544) | eps1.7_wh1ter0…d5e4.m4v: ASCII text"},
 		},
 		{
+			name: "a record's items keep their route and price where there is room",
+			build: func(b *spanBuilder) {
+				b.user("Change my reservation 8C8K4E to a later flight.").
+					step("", "get_reservation_details", `{"reservation_id": "8C8K4E"}`, `{"reservation_id": "8C8K4E", "origin": "BOS", "destination": "DEN", "cabin": "economy", "flights": [`+
+						`{"origin": "BOS", "destination": "MIA", "flight_number": "HAT247", "date": "2024-05-24", "price": 904}, `+
+						`{"origin": "MIA", "destination": "DEN", "flight_number": "HAT193", "date": "2024-05-24", "price": 1906}], "insurance": "no"}`)
+			},
+			budget: 900,
+			wanted: []string{"8C8K4E [m0004]: ", "flights HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)
@@ -1822,7 +1833,7 @@ func TestLoopStops(t *testing.T) {
 	}
 	tb := newTable(nil, []string{"origin", "destination", "flights"})
 	r := res("EWR", "EWR", leg("HAT188", "EWR", "IAH"), leg("HAT207", "IAH", "EWR"))
-	if got := tb.cells(&r); got[0] != "EWR-IAH-EWR" {
+	if got := tb.cells(&r, false); got[0] != "EWR-IAH-EWR" {
 		t.Errorf("the table cell: %q", got)
 	}
 	if got := loopFields(slices.Clone(r.fields), r.loop); len(got) != len(r.fields)-1 || got[0] != (field{name: "route", value: "EWR-IAH-EWR"}) {

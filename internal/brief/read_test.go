@@ -175,7 +175,12 @@ func TestParseRecords(t *testing.T) {
 	if len(rec) != 1 || rec[0].id != "8C8K4E" {
 		t.Fatalf("%+v", rec)
 	}
-	want := map[string]string{"origin": "BOS", "flights": "HAT247, HAT193 2024-05-24", "passengers": "Amelia Davis",
+	// Each item keeps its route and price; the least detail, its id and
+	// date.
+	if got, _ := rec[0].briefValue("flights"); got != "HAT247, HAT193 2024-05-24" {
+		t.Errorf("flights at the least detail = %q", got)
+	}
+	want := map[string]string{"origin": "BOS", "flights": "HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906", "passengers": "Amelia Davis",
 		"payment_history": "gift_card_1647044 5680", "prices": "economy 163, business 235", "insurance": "yes"}
 	for k, v := range want {
 		if got, _ := rec[0].value(k); got != v {

@@ -33,7 +33,13 @@ type record struct {
 type field struct {
 	name  string
 	value string
+	// brief is the value with its items told by their ids and dates
+	// alone, where that differs (condense): the least detail's.
+	brief string
 }
+
+// briefValue is the field's value at the least detail.
+func (f field) briefValue() string { return cmpOr(f.brief, f.value) }
 
 // parseRecords reads a tool output as JSON records: an object is one
 // record (or, when it maps ids to objects, one per entry); an array of
@@ -181,7 +187,11 @@ func toRecord(m *object, key string) record {
 		if s == "" {
 			continue
 		}
-		r.fields = append(r.fields, field{name: k, value: s})
+		f := field{name: k, value: s}
+		if b := condense(v, 0, true); b != s {
+			f.brief = b
+		}
+		r.fields = append(r.fields, f)
 	}
 	return r
 }
@@ -236,8 +246,13 @@ func idValues(v any) []string {
 }
 
 // condenseValue renders a JSON value on one line: scalars as they are,
-// objects by their id and date (or their short values), arrays joined.
-func condenseValue(v any, depth int) string {
+// objects by their id and what tells them apart (or their short values),
+// arrays joined.
+func condenseValue(v any, depth int) string { return condense(v, depth, false) }
+
+// condense is condenseValue; brief tells items by their ids and dates
+// alone ("HAT078, HAT118 05-27"), as the least detail does.
+func condense(v any, depth int, brief bool) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
@@ -258,20 +273,20 @@ func condenseValue(v any, depth int) string {
 		}
 		parts := make([]string, 0, len(x))
 		for _, e := range x {
-			if s := condenseValue(e, depth+1); s != "" {
+			if s := condense(e, depth+1, brief); s != "" {
 				parts = append(parts, s)
 			}
 		}
 		return strings.Join(factorDates(parts), ", ")
 	case *object:
-		return condenseObject(x, depth)
+		return condenseObject(x, depth, brief)
 	case map[string]any:
 		o := &object{vals: x}
 		for k := range x {
 			o.keys = append(o.keys, k)
 		}
 		sort.Strings(o.keys)
-		return condenseObject(o, depth)
+		return condenseObject(o, depth, brief)
 	}
 	return ""
 }
@@ -279,18 +294,25 @@ func condenseValue(v any, depth int) string {
 // condenseObject renders a nested object: its id with its date-like and
 // status fields; a map of ids to objects as "id (values)"; else its short
 // scalar values.
-func condenseObject(m *object, depth int) string {
+func condenseObject(m *object, depth int, brief bool) string {
 	if len(m.keys) == 0 {
 		return ""
 	}
 	if _, id := recordID(m); id != "" {
+		// An item of a record (a reservation's flight, an order's line)
+		// keeps its route, date, status and price: which leg goes where,
+		// when, and what it cost are what a change is computed from.
 		parts := []string{id}
+		if r := itemRoute(m); r != "" && !brief {
+			parts = append(parts, r)
+		}
 		for _, k := range m.keys {
 			s := scalarString(m.get(k))
 			if s == "" || s == id {
 				continue
 			}
-			if looksLikeDate(s) || k == "status" || (k == "amount" || k == "price") && len(m.keys) <= 3 || k == "brand" || k == "last_four" {
+			money := k == "amount" || k == "price"
+			if looksLikeDate(s) || k == "status" || money && (!brief || len(m.keys) <= 3) || k == "brand" || k == "last_four" {
 				parts = append(parts, s)
 			}
 		}
@@ -336,7 +358,7 @@ func condenseObject(m *object, depth int) string {
 	}
 	var vals []string
 	for _, k := range m.keys {
-		s := condenseValue(m.get(k), depth+1)
+		s := condense(m.get(k), depth+1, brief)
 		if s == "" || len(s) > 60 {
 			continue
 		}
@@ -351,6 +373,18 @@ func condenseObject(m *object, depth int) string {
 		return strings.Join(vals, ", ")
 	}
 	return strings.Join(vals, " ")
+}
+
+// itemRoute is an item's route, "IAH-JFK", from the first pair of route
+// fields it has (routePairs); "" when it has none.
+func itemRoute(m *object) string {
+	for _, p := range routePairs {
+		a, b := scalarString(m.get(p[0])), scalarString(m.get(p[1]))
+		if a != "" && b != "" && len(a) <= 24 && len(b) <= 24 {
+			return a + "-" + b
+		}
+	}
+	return ""
 }
 
 // factorDates writes "HAT099, HAT274 2024-05-22" for "HAT099 2024-05-22,
@@ -443,6 +477,16 @@ func (r *record) shape() string {
 }
 
 // value returns a field's value.
+// briefValue is a field's value at the least detail (field.briefValue).
+func (r *record) briefValue(name string) (string, bool) {
+	for _, f := range r.fields {
+		if f.name == name {
+			return f.briefValue(), true
+		}
+	}
+	return "", false
+}
+
 func (r *record) value(name string) (string, bool) {
 	for _, f := range r.fields {
 		if f.name == name {

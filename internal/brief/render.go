@@ -1033,10 +1033,13 @@ var bareValueRe = regexp.MustCompile(`^(?:yes|no|true|false|none|null|-|\(\d+\)|
 
 // cells returns a row's cells: pairs joined, dates without the table's
 // year or their seconds.
-func (t *table) cells(r *record) []string {
+func (t *table) cells(r *record, brief bool) []string {
 	out := make([]string, len(t.cols))
 	for i, c := range t.cols {
 		v, _ := r.value(c)
+		if brief {
+			v, _ = r.briefValue(c)
+		}
 		if second, ok := t.joined[c]; ok {
 			w, _ := r.value(second)
 			v = cmpOr(v, "-") + "-" + cmpOr(w, "-")
@@ -1126,12 +1129,23 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		rest.fields = loopFields(rest.fields, rest.loop)
 		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
 		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
+		if slices.ContainsFunc(rest.fields, func(f field) bool { return f.brief != "" }) {
+			// Its items told by their ids and dates (not their routes and
+			// prices) before any other value is cut.
+			items := rest
+			items.fields = slices.Clone(rest.fields)
+			for i := range items.fields {
+				items.fields[i].value = items.fields[i].briefValue()
+			}
+			it.texts[levelShort] = head + items.line(m.prefersField, 900)
+		}
 		// The least detail keeps the short values (a cabin, a flag, a date)
 		// and the ids of the long ones, as table rows do.
 		brief := rest
 		brief.fields = nil
 		named := func(w string) bool { return m.userNamed(w, r.n) }
 		for _, f := range rest.fields {
+			f.value = f.briefValue() // items by their ids and dates
 			if numberMapRe.MatchString(f.value) {
 				f.value = namedNumbers(f.value, named)
 			}
@@ -1156,8 +1170,12 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// (a cabin, a flag, a date) whole, the ids of the long ones (a
 		// list of flights keeps its flight numbers), and leaves out the
 		// rest.
-		cells := t.cells(&r.rec)
+		full, brief := t.cells(&r.rec, false), t.cells(&r.rec, true)
 		for lv, cell := range []int{160, 40, 0} {
+			cells := full
+			if lv != levelFull {
+				cells = brief // items by their ids and dates
+			}
 			vals := make([]string, 0, len(cells))
 			for i, v := range cells {
 				switch {
