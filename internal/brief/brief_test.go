@@ -159,7 +159,7 @@ func TestHandOffRules(t *testing.T) {
 			budget: 1500,
 			wanted: []string{"- [m0005] pytest -rsx repro.py → exit 1: TypeError: object of type 'ExceptionChainRepr' has no len() (at /testbed/src/terminal.py line 1251 in _folded_skips)",
 				"- [m0009] pytest -rsx repro.py → exit 1: the same error as [m0005]: TypeError: object of type 'ExceptionChainRepr' has no len()",
-				"- [m0019] pytest -rsx repro.py → exit 1: IndentationError: unexpected indent (at /testbed/constraints.py line 144)"},
+				"- [m0019] pytest -rsx repro.py → the last check, in STATE (at /testbed/constraints.py line 144)"},
 			unwanted: []string{"the same error as [m0013]"},
 		},
 		{
@@ -193,6 +193,59 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 900,
 			wanted: []string{"8C8K4E [m0004]: ", "flights HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906"},
+		},
+		{
+			name: "an error raised again in another place is told whole: the run got further",
+			build: func(b *spanBuilder) {
+				keyErr := func(file, line, fn string) string {
+					return "Traceback (most recent call last):\n  File \"/testbed/" + file + "\", line " + line + ", in " + fn + "\nKeyError: 'name'"
+				}
+				b.bash("Run.", "python repro.py", rc(1, keyErr("utils.py", "10", "parse"))).
+					bash("Fix.", "sed -i 's/a/b/' utils.py", rc(0, "")).
+					bash("Run.", "python repro.py", rc(1, keyErr("models.py", "88", "save"))).
+					bash("Other.", "python other.py", rc(0, "ok"))
+			},
+			budget:   1500,
+			wanted:   []string{"- [m0007] python repro.py → exit 1: KeyError: 'name' (at /testbed/models.py line 88 in save)"},
+			unwanted: []string{"the same error as"},
+		},
+		{
+			name: "the last check's step keeps where its error was raised, pointing at STATE for the rest",
+			build: func(b *spanBuilder) {
+				b.bash("Fix it.", "sed -i 's/a/b/' pixels.py", rc(0, "")).
+					bash("Check.", "python repro.py", rc(1, "Traceback (most recent call last):\n  File \"/testbed/pixels.py\", line 46, in decode\n"+
+						"AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation"))
+			},
+			budget: 900,
+			wanted: []string{"- [m0005] python repro.py → the last check, in STATE (at /testbed/pixels.py line 46 in decode)"},
+		},
+		{
+			name: "a check whose command reads an arrow is not pointed to: a folded briefing finds the result after the first arrow",
+			build: func(b *spanBuilder) {
+				b.bash("Fix it.", "sed -i 's/a/b/' pixels.py", rc(0, "")).
+					bash("Check.", "echo '== before → after ==' && python repro.py", rc(1, "AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation"))
+			},
+			budget:   900,
+			unwanted: []string{"the last check, in STATE"},
+		},
+		{
+			name: "what a pipe made of a file is not how the file begins; a data file's own numbers are its content",
+			build: func(b *spanBuilder) {
+				b.bash("Decode.", "cat cipher.txt | base64 -d", strings.Repeat("Some secret text, decoded. ", 30)).
+					bash("Read.", "cat pi.txt", "3:"+strings.Repeat("1415926535", 60))
+			},
+			budget:   900,
+			wanted:   []string{"pi.txt: read whole [m0005]; begins `3:1415926535"},
+			unwanted: []string{"cipher.txt: read whole [m0003]; begins"},
+		},
+		{
+			name: "names a listing would shorten alike are kept whole",
+			build: func(b *spanBuilder) {
+				b.bash("What are they?", "file ckpt/*", "ckpt/checkpoint_epoch_10_step_500_final.pt: Zip archive data\n"+
+					"ckpt/checkpoint_epoch_20_step_500_final.pt: empty\nckpt/checkpoint_epoch_30_step_500_final.pt: Zip archive data")
+			},
+			budget: 600,
+			wanted: []string{"ckpt/checkpoint_epoch_20_step_500_final.pt: empty"},
 		},
 		{
 			name: "a last check that printed what the runs before it did says what that was",
@@ -1731,13 +1784,14 @@ func TestEditThroughACopy(t *testing.T) {
 
 func TestIsReading(t *testing.T) {
 	for s, want := range map[string]bool{
-		"The reproduction script confirms the issue.":    true,
-		"It crashed again with the same error.":          true,
-		"Thank you for providing the project structure.": false,
-		"Thanks, that shows the layout of the project.":  false,
-		"Try to locate the current directory":            false,
-		"Running the script to see what it prints.":      false,
-		"Does the output show the second debug line?":    false,
+		"The reproduction script confirms the issue.":              true,
+		"It crashed again with the same error.":                    true,
+		"Thank you for providing the project structure.":           false,
+		"Thanks, that shows the layout of the project.":            false,
+		"Try to locate the current directory":                      false,
+		"Thanks to the fix, the parser now accepts empty headers.": true,
+		"Running the script to see what it prints.":                false,
+		"Does the output show the second debug line?":              false,
 	} {
 		if got := isReading(s); got != want {
 			t.Errorf("isReading(%q) = %v, want %v", s, got, want)

@@ -162,12 +162,21 @@ func (g *group) text(m *model, level int) string {
 // and its news is the agent's reading, not the error).
 func (m *model) stepResult(s *step, level int) string {
 	res := resultText(m, s, level)
-	if m.toldInState(s, res) {
-		return inState
+	if m.isCheck(s) {
+		// Where it was raised is the one thing the state's line lacks.
+		core, at, _ := strings.Cut(res, " (at ")
+		if m.toldInState(s, core) {
+			if at != "" {
+				return toState + " (at " + at
+			}
+			return toState
+		}
 	}
-	if e := s.sameErr; e != nil && res == failureText(s, level) {
+	if e := s.sameErr; e != nil && level == levelFull {
+		// At the shorter levels the error cut short is shorter than a
+		// pointer with it.
 		head, _, _ := strings.Cut(res, ":")
-		return head + ": the same error as [" + e.id() + "]: " + clip(s.f.out.errLine, []int{120, 90, 60}[level])
+		return head + ": the same error as [" + e.id() + "]: " + clip(s.f.out.errLine, 120)
 	}
 	return res
 }
@@ -210,8 +219,8 @@ func isReading(s string) bool {
 		return false // Running, Checking, Creating
 	}
 	for _, w := range []string{"Now", "Let", "Next", "OK", "Okay", "Great", "Good", "Maybe", "Perhaps", "Wait", "Hmm", "So,", "First", "Then", "Thank", "Thanks", "Try"} {
-		if first == w || strings.HasPrefix(first, w+",") {
-			return false
+		if (first == w || strings.HasPrefix(first, w+",")) && !strings.HasPrefix(s, "Thanks to ") {
+			return false // ("Thanks to the fix, …" reads a result)
 		}
 	}
 	return true
@@ -567,12 +576,10 @@ func listText(o *output, level int) string {
 	max := []int{16, 10, 0}[level]
 	if slices.ContainsFunc(entries, func(e string) bool { return strings.Contains(e, ": ") }) {
 		// Entries that say what each name is ("./eps1.1_ones…mpeg:
-		// ASCII text", as file prints them): the saying is the result,
-		// the name the call's own argument, shortened when long.
-		described := make([]string, len(entries))
-		for i, e := range entries {
-			described[i] = shortenLead(e)
-		}
+		// ASCII text", as file prints them): the saying is the result;
+		// the names, which the call named (or its glob matched), are
+		// shortened when long.
+		described := shortenLeads(entries)
 		if max == 0 {
 			return clip(strings.Join(described, " | "), 110) + count
 		}
@@ -787,7 +794,8 @@ func outputText(s *step, level int) string {
 }
 
 // shortenLead shortens the long name a line starts with ("NAME: what
-// it is"): to its base name, and a long base name to its ends.
+// it is"): to its base name, and a long base name to its ends, cut on
+// character boundaries.
 func shortenLead(l string) string {
 	name, rest, ok := strings.Cut(l, ": ")
 	if !ok || len(name) <= 24 || strings.ContainsAny(name, " \t") {
@@ -797,9 +805,26 @@ func shortenLead(l string) string {
 		name = name[i+1:]
 	}
 	if len(name) > 24 {
-		name = clip(name, 14) + name[len(name)-8:]
+		name = clip(name, 14) + tailOf(name, 8)
 	}
 	return name + ": " + strings.TrimSpace(rest)
+}
+
+// shortenLeads is shortenLead of every line, or the lines as they are
+// when shortening would make two names alike (checkpoint_epo…final.pt
+// for each of three checkpoints): which is which is the result.
+func shortenLeads(lines []string) []string {
+	out := make([]string, len(lines))
+	seen := make(map[string]bool, len(lines))
+	for i, l := range lines {
+		out[i] = shortenLead(l)
+		name, _, _ := strings.Cut(out[i], ": ")
+		if seen[name] {
+			return lines
+		}
+		seen[name] = true
+	}
+	return out
 }
 
 // verdictLine is the conclusion a script printed near its end: a line

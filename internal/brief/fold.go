@@ -69,12 +69,12 @@ func (p *prior) resolveInState() {
 	}
 	for _, sec := range []section{secFiles, secSteps} {
 		for k, e := range p.entries[sec] {
-			if strings.Contains(e.Text, "→ "+inState) {
+			if strings.Contains(e.Text, "→ "+toState) {
 				with := res
 				if with == "" {
 					with = "not known" // a state cut by hand: no result to give
 				}
-				p.entries[sec][k].Text = strings.Replace(e.Text, "→ "+inState, "→ "+with, 1)
+				p.entries[sec][k].Text = strings.Replace(e.Text, "→ "+toState, "→ "+with, 1)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/briefd/briefd"
 	"github.com/briefd/briefd/internal/ident"
@@ -351,8 +352,10 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
-		inState := f.lastRun != nil && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
-		it.texts = m.fileTexts(f, inState, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv, inState) })
+		// (The last run's result is read only for the last check: a warm
+		// Write does not read every script's output again.)
+		runInState := m.isCheck(f.lastRun) && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
+		it.texts = m.fileTexts(f, runInState, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv, runInState) })
 		// A file shown whole needs no key lines: they would follow its
 		// content as if they were its last line.
 		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 && !shownWhole(f, levelFull) {
@@ -445,26 +448,29 @@ func fileReadTexts(f *fileState, views []*step) readLines {
 // viewHead is the first line of a data file a view printed whole (at
 // most 3 lines: a key, a ciphertext, a bit string, base64), and its size;
 // "" for a part of a file, a longer file (its outline or key lines tell
-// it), or output that is not the file's (a build's log before a cat).
+// it), or output that is not the file's as it is (a build's log before a
+// cat, a pipe's: `cat x | base64 -d` prints what x decodes to).
 func viewHead(s *step) (head, size string) {
 	o := &s.f.out
-	if o.empty || strings.Contains(o.body, "characters elided") {
+	c := &s.f.call
+	if o.empty || strings.Contains(o.body, "characters elided") || c.builds || c.ranAfterChange || c.kind != kindView ||
+		c.outputs > 1 || strings.Contains(c.label, "|") {
 		return "", ""
 	}
-	if c := &s.f.call; c.builds || c.ranAfterChange || c.kind != kindView {
-		return "", ""
-	}
-	for _, op := range s.f.call.ops {
+	for _, op := range c.ops {
 		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
 			return "", ""
 		}
 	}
+	// An editor's view numbers its lines; a data file's own "3:1415…" is
+	// its content.
+	numbered := o.file != ""
 	var lines []string
 	for i, l := range splitLines(strings.TrimSpace(o.body)) {
-		if i == 0 && o.file != "" {
+		if i == 0 && numbered {
 			continue // the editor's header
 		}
-		if m := numberedLineRe.FindStringSubmatch(l); m != nil {
+		if m := numberedLineRe.FindStringSubmatch(l); m != nil && numbered {
 			l = m[2]
 		}
 		if l = strings.TrimSpace(l); l != "" && !editorMarkRe.MatchString(l) {
@@ -478,7 +484,11 @@ func viewHead(s *step) (head, size string) {
 	if n := len(lines); n > 1 {
 		return head, " (" + strconv.Itoa(n) + " lines)"
 	}
-	return head, " (" + strconv.Itoa(len(head)) + " characters)"
+	n := strconv.Itoa(utf8.RuneCountInString(head)) + " characters"
+	if len(o.body) >= maxBodyBytes {
+		n = "over " + n // the output was cut
+	}
+	return head, " (" + n + ")"
 }
 
 // editorMarkRe matches an editor's marks around a file's lines: "(this is
@@ -700,7 +710,7 @@ func fileText(f *fileState, level int, lastRunInState bool) string {
 	switch {
 	case f.lastRun == nil || level == levelMin:
 	case lastRunInState:
-		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+inState)
+		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+toState)
 	default:
 		parts = append(parts, "last run ["+f.lastRun.id()+"] → "+clipResult(resultTextShort(f.lastRun), []int{160, 90}[level]))
 	}

@@ -153,7 +153,11 @@ func (m *model) hasEditTools() bool {
 	return true
 }
 
-// checkMemo is lastCheck's answer and the steps it was read from.
+// checkMemo is lastCheck's answer and the steps it was read from. The
+// check's result is read at short detail, which for a run, a test or a
+// request does not read the step's reaction (set after the step is
+// added): were a check's short result to read it, the memo would need it
+// in its key (TestWarmWriteIdentity).
 type checkMemo struct {
 	steps int
 	last  *step
@@ -177,19 +181,26 @@ func (m *model) lastCheck() (string, *step) {
 	return c.line, c.step
 }
 
-// inState is a result told by pointing at the state's last check, which
+// toState is a result told by pointing at the state's last check, which
 // quotes it. A folded briefing's pointers are given their result back
 // (prior.resolveInState): the next briefing's state tells another check.
-const inState = "the last check, in STATE"
+const toState = "the last check, in STATE"
 
 // checkPrefix begins the state's line of the last check.
 const checkPrefix = "last check after the last change: ["
 
-// toldInState reports whether res, a step's result, is the last check's
+// isCheck reports whether s is the last check the state tells.
+func (m *model) isCheck(s *step) bool {
+	_, cs := m.lastCheck()
+	return s != nil && s == cs
+}
+
+// toldInState reports whether res, the result of s, is the last check's
 // result that the state quotes (or a shorter cut of it): its line then
-// points there rather than quote it again.
+// points there rather than quote it again. Not when the check's call
+// itself reads " → ": a folded briefing finds the result after the first.
 func (m *model) toldInState(s *step, res string) bool {
-	if _, cs := m.lastCheck(); s != cs || len(res) <= 40 {
+	if !m.isCheck(s) || len(res) <= 40 || strings.Contains(callText(s, 70), " → ") {
 		return false
 	}
 	return strings.HasPrefix(m.check.shown, strings.TrimSuffix(res, "…"))

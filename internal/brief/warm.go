@@ -538,7 +538,7 @@ type fileLines struct {
 	name, created, deleted, movedTo, content, outline string
 	lastRun                                           *step
 	react                                             string // lastRun's
-	inState                                           bool   // lastRun is the last check, told in STATE
+	runInState                                        bool   // lastRun is the last check, told in STATE
 	changes                                           []change
 	undone                                            []undo
 	texts                                             [levels]string
@@ -550,12 +550,12 @@ type fileLines struct {
 // not touched by the new steps. A rule that makes the line read more of
 // the file must be added to fileLines (TestWarmTouchedAgain and
 // TestWarmWriteIdentity find what it misses).
-func (m *model) fileTexts(f *fileState, inState bool, write func(lv int) string) [levels]string {
+func (m *model) fileTexts(f *fileState, runInState bool, write func(lv int) string) [levels]string {
 	name := f.name()
-	if c := f.lines; c != nil && c.name == name && c.inState == inState && c.matches(f) {
+	if c := f.lines; c != nil && c.name == name && c.runInState == runInState && c.matches(f) {
 		return c.texts
 	}
-	c := &fileLines{name: name, created: f.created, deleted: f.deleted, movedTo: f.movedTo, content: f.content, outline: f.outline, lastRun: f.lastRun, inState: inState,
+	c := &fileLines{name: name, created: f.created, deleted: f.deleted, movedTo: f.movedTo, content: f.content, outline: f.outline, lastRun: f.lastRun, runInState: runInState,
 		changes: slices.Clone(f.changes), undone: slices.Clone(f.undone)}
 	if f.lastRun != nil {
 		c.react = f.lastRun.react
@@ -706,8 +706,7 @@ type groupLine struct {
 // groupLine returns g's memo, up to date.
 func (m *model) groupLine(g *group) *groupLine {
 	react := g.last().react != ""
-	_, cs := m.lastCheck()
-	check := g.first() == cs
+	check := m.isCheck(g.first())
 	gl := g.line
 	if gl == nil {
 		gl = &groupLine{ids: []string{g.first().id()}, idents: groupIdents(g)}
@@ -754,8 +753,7 @@ func (m *model) groupTexts(g *group) [levels]string {
 	if m.lines == nil || m.linesRecs != len(m.records) {
 		m.lines, m.linesRecs = map[lineKey][levels]string{}, len(m.records)
 	}
-	_, cs := m.lastCheck()
-	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != "", check: g.first() == cs}
+	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != "", check: m.isCheck(g.first())}
 	if len(g.steps) > 2 {
 		b := make([]byte, 0, 4*len(g.steps))
 		for _, s := range g.steps[1 : len(g.steps)-1] {
