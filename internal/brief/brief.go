@@ -441,7 +441,13 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 			last = it.sec
 		}
 		rs := &r.Sections[len(r.Sections)-1]
-		rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: it.text(), IDs: it.ids})
+		text := it.text()
+		if (it.sec == secSteps || it.sec == secFiles) && strings.Contains(text, "→ "+toState) {
+			// The record stands alone: a consumer of it, or an engine
+			// that folds it without knowing the pointer, gets the result.
+			text = strings.Replace(text, "→ "+toState, "→ "+l.m.check.shown, 1)
+		}
+		rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: text, IDs: it.ids})
 	}
 	if len(l.lastIndexNames) > 0 {
 		r.Index = slices.Clone(l.lastIndexNames)

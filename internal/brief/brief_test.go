@@ -1686,6 +1686,10 @@ func TestFoldedPointerToStateGetsItsResult(t *testing.T) {
 		bash("Check.", "python repro.py", rc(1, "AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation"))
 	first := write(t, b.msgs, 900)
 	mustContain(t, first.Text, "- [m0005] python repro.py → the last check, in STATE")
+	// The record stands alone: an engine that folds it without knowing the
+	// pointer, or any other consumer, reads the result.
+	mustContain(t, string(first.Structured), `- [m0005] python repro.py → exit 1: AttributeError: Unable to convert`)
+	mustNotContain(t, string(first.Structured), "the last check, in STATE")
 	prev := &briefd.Briefing{BoundaryID: "m0010", Text: first.Text, Structured: first.Structured, Depth: first.Depth}
 	for _, withRecord := range []bool{true, false} {
 		var c spanBuilder
