@@ -248,6 +248,16 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"ckpt/checkpoint_epoch_20_step_500_final.pt: empty"},
 		},
 		{
+			name: "ls of one file that prints its name back says the file exists",
+			build: func(b *spanBuilder) {
+				b.bash("Is it there?", "ls -R django/db/models/fields/related.py", rc(0, "django/db/models/fields/related.py")).
+					bash("And the tests?", "ls tests", rc(0, "test_a.py\ntest_b.py"))
+			},
+			budget:   600,
+			wanted:   []string{"- [m0003] ls -R django/db/models/fields/related.py → exists", "- [m0005] ls tests → test_a.py test_b.py"},
+			unwanted: []string{"→ django/db/models/fields/related.py"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)

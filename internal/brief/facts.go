@@ -310,6 +310,13 @@ func resultText(m *model, s *step, level int) string {
 	case kindView:
 		return viewText(s, level)
 	case kindList:
+		// ls of one file prints its name back: what it says is that the
+		// file is there.
+		if _, arg, ok := strings.Cut(c.lastHead, " "); ok && !strings.Contains(c.label, "|") {
+			if e, all, _ := listEntries(o.lines); all == 1 && len(e) == 1 && strings.TrimRight(e[0], "*@") == arg {
+				return "exists"
+			}
+		}
 		return listText(o, level)
 	case kindInstall:
 		// What an install did is in its last lines ("Successfully
