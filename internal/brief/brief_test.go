@@ -258,6 +258,30 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"→ django/db/models/fields/related.py"},
 		},
 		{
+			name: "a message that only asked, and was answered, is the first of the agent's remarks to give way",
+			build: func(b *spanBuilder) {
+				lookup := func(i int) {
+					id := fmt.Sprintf("R%05d", i)
+					b.step("", "get_reservation_details", `{"reservation_id": "`+id+`"}`, `{"reservation_id": "`+id+`", "origin": "IAH", "destination": "DEN", "cabin": "economy", "insurance": "no", "status": "active", `+
+						`"flights": [{"flight_number": "HAT`+fmt.Sprint(100+i)+`", "origin": "IAH", "destination": "DEN", "date": "2024-05-2`+fmt.Sprint(i)+`", "price": `+fmt.Sprint(120+i)+`}], `+
+						`"passengers": [{"first_name": "Sofia", "last_name": "Kim"}, {"first_name": "Mia", "last_name": "Jackson"}], "created_at": "2024-05-0`+fmt.Sprint(i+1)+`T10:00:00"}`)
+				}
+				b.say("Since your reservation is basic economy without insurance, it cannot be cancelled for a refund; I can change its flights instead.").
+					user("Fine, change it then.")
+				for i := range 3 {
+					lookup(i)
+				}
+				b.say("I can help you with that. Could you please provide the new date?").
+					user("The 25th.")
+				for i := 3; i < 6; i++ {
+					lookup(i)
+				}
+			},
+			budget:   430,
+			wanted:   []string{"to the user: Since your reservation is basic economy", "the agent's remarks in m0011"},
+			unwanted: []string{"Could you please provide the new date"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)
@@ -1793,6 +1817,19 @@ func TestEditThroughACopy(t *testing.T) {
 	c := classifyCall("bash", `{"command": "sed -i 's/^        conn.create/    conn.create/' base.py"}`)
 	if len(c.ops) != 1 || !strings.Contains(c.ops[0].what, "(whitespace: indentation)") {
 		t.Fatalf("a change of indentation: %+v", c.ops)
+	}
+}
+
+func TestOnlyAsks(t *testing.T) {
+	for text, want := range map[string]bool{
+		"I can help you with that. Could you please provide your user ID and the reservation ID?": true,
+		"Could you please confirm which reservation? 1. Z7GOZK 2. K67C4W":                         false,
+		"Your reservation XEHM4B is basic economy. Would you like to proceed?":                    false,
+		"Thank you.": false,
+	} {
+		if got := onlyAsks(text); got != want {
+			t.Errorf("onlyAsks(%q) = %v, want %v", text, got, want)
+		}
 	}
 }
 

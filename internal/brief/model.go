@@ -286,6 +286,8 @@ type model struct {
 	// its text but made no tool call: nothing ran them.
 	drafted  *note
 	told     []note // what the assistant told the user (its messages without tool calls)
+	// toldAnswered counts the told messages a user message came after.
+	toldAnswered int
 	finished *step
 	ids      map[string]*identUse // span identifiers
 	idOrder  []string
@@ -691,6 +693,7 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 	}
 	m.asked = nil
 	m.userAt = len(m.steps)
+	m.toldAnswered = len(m.told) // the user has spoken since each of them
 	m.countIdents(cache.text(t).idents, true)
 	for i := range m.users {
 		if m.users[i].text == t {

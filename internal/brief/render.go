@@ -1653,6 +1653,11 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 		}
 		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
 		text := plainText(t.text)
+		if k < m.toldAnswered && onlyAsks(text) {
+			// "Could you please provide your user ID?", answered: the
+			// user's answer, quoted verbatim, says what was asked.
+			it.prio = 1
+		}
 		full, short := clip(text, 420), clip(text, 200)
 		if hasList(text) {
 			// Options offered are told item by item, not cut in the
@@ -1666,6 +1671,24 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 		it.texts[levelMin] = "- [" + t.id + "] to the user: " + endingOf(text, 180)
 		l.items = append(l.items, it)
 	}
+}
+
+// onlyAsks reports a message that only asks (every sentence a question,
+// or a courtesy that names nothing: "I can help you with that.").
+func onlyAsks(text string) bool {
+	if holdsIDs(text) || hasList(text) {
+		return false // the options it offers, the ids it names
+	}
+	asks := false
+	for _, s := range sentences(text) {
+		switch {
+		case strings.HasSuffix(s, "?"):
+			asks = true
+		case len(s) > 40:
+			return false
+		}
+	}
+	return asks
 }
 
 // The next step's quote of a question awaiting the user's answer, at each
