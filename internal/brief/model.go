@@ -284,13 +284,13 @@ type model struct {
 	asked    *note // the last question the assistant asked the user, unanswered in the span
 	// drafted is the last assistant message that wrote shell commands in
 	// its text but made no tool call: nothing ran them.
-	drafted  *note
-	told     []note // what the assistant told the user (its messages without tool calls)
+	drafted *note
+	told    []note // what the assistant told the user (its messages without tool calls)
 	// toldAnswered counts the told messages a user message came after.
 	toldAnswered int
-	finished *step
-	ids      map[string]*identUse // span identifiers
-	idOrder  []string
+	finished     *step
+	ids          map[string]*identUse // span identifiers
+	idOrder      []string
 	// headIDs are the identifiers of the pinned head (the system prompt,
 	// the task), which the agent reads verbatim: the index need not list
 	// them again.
