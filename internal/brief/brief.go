@@ -150,8 +150,9 @@ type Coverage struct {
 const RecordFormat = "briefd.brief/2"
 
 // Record is a briefing's structured form: its entries by section, each
-// with the messages it cites. It holds what the text holds, so it is
-// bounded by the same budget.
+// with the messages it cites. It holds what the text holds (a line that
+// points at the state's last check holds that check's result, at most 160
+// bytes more), so it is bounded by the same budget.
 type Record struct {
 	Format   string          `json:"format"`
 	Covers   []string        `json:"covers"`

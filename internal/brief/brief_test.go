@@ -282,6 +282,52 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"Could you please provide the new date"},
 		},
 		{
+			name: "an error that moved to another function is told where it is now, in ERRORS as in STEPS",
+			build: func(b *spanBuilder) {
+				keyErr := func(file, line, fn string) string {
+					return "Traceback (most recent call last):\n  File \"/testbed/" + file + "\", line " + line + ", in " + fn + "\nKeyError: 'name'"
+				}
+				b.bash("Run.", "python repro.py", rc(1, keyErr("utils.py", "10", "parse"))).
+					bash("Fix.", "sed -i 's/a/b/' utils.py", rc(0, "")).
+					bash("Run.", "python repro.py", rc(1, keyErr("models.py", "88", "save"))).
+					bash("Other.", "python other.py", rc(0, "ok"))
+			},
+			budget:   1500,
+			wanted:   []string{"KeyError: 'name' (at /testbed/models.py line 88 in save) [m0003, m0007]: unresolved"},
+			unwanted: []string{"(at /testbed/utils.py line 10 in parse) [m0003, m0007]"},
+		},
+		{
+			name: "a last check whose output reads (at …) is not cut there",
+			build: func(b *spanBuilder) {
+				b.bash("Fix it.", "sed -i 's/a/b/' conf.py", rc(0, "")).
+					bash("Check.", "python repro.py", rc(0, "Parsed the configuration file and found 3 sections (at offset 0x40 in header)\nValidated all entries against the schema without errors"))
+			},
+			budget:   900,
+			unwanted: []string{"in STATE (at offset"},
+		},
+		{
+			name: "ls that does more than echo one name is not told as exists",
+			build: func(b *spanBuilder) {
+				b.bash("Executable?", "ls -l run_tests.sh", rc(0, "-rw-r--r-- 1 root root 5120 May  2 10:00 run_tests.sh")).
+					bash("Config?", "ls setup.cfg pyproject.toml tox.ini 2>/dev/null", "setup.cfg").
+					bash("Both?", "ls emptydir; ls notes.txt", rc(0, "notes.txt"))
+			},
+			budget:   900,
+			unwanted: []string{"→ exists"},
+		},
+		{
+			name: "items whose from and to are not places are not joined into a route",
+			build: func(b *spanBuilder) {
+				b.user("Show my transfers.").
+					step("", "get_account_details", `{"account_id": "acc_1001"}`, `{"account_id": "acc_1001", "status": "open", "transfers": [`+
+						`{"transfer_id": "tr_501", "from": "acc_1001", "to": "acc_2002", "amount": 250, "date": "2024-05-02"}, `+
+						`{"transfer_id": "tr_502", "from": "2024-05-01", "to": "2024-05-07", "amount": 90, "date": "2024-05-03"}]}`)
+			},
+			budget:   900,
+			wanted:   []string{"tr_501 250 2024-05-02", "tr_502"},
+			unwanted: []string{"acc_1001-acc_2002", "2024-05-01-2024-05-07"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)

@@ -163,13 +163,16 @@ func (g *group) text(m *model, level int) string {
 func (m *model) stepResult(s *step, level int) string {
 	res := resultText(m, s, level)
 	if m.isCheck(s) {
-		// Where it was raised is the one thing the state's line lacks.
-		core, at, _ := strings.Cut(res, " (at ")
-		if m.toldInState(s, core) {
-			if at != "" {
-				return toState + " (at " + at
+		// Where its error was raised is the one thing the state's line
+		// lacks.
+		core, at := res, ""
+		if e := s.f.out.errAt; e != "" {
+			if c, ok := strings.CutSuffix(res, " (at "+e+")"); ok {
+				core, at = c, " (at "+e+")"
 			}
-			return toState
+		}
+		if m.toldInState(s, core) {
+			return toState + at
 		}
 	}
 	if e := s.sameErr; e != nil && level == levelFull {
@@ -310,12 +313,8 @@ func resultText(m *model, s *step, level int) string {
 	case kindView:
 		return viewText(s, level)
 	case kindList:
-		// ls of one file prints its name back: what it says is that the
-		// file is there.
-		if _, arg, ok := strings.Cut(c.lastHead, " "); ok && !strings.Contains(c.label, "|") {
-			if e, all, _ := listEntries(o.lines); all == 1 && len(e) == 1 && strings.TrimRight(e[0], "*@") == arg {
-				return "exists"
-			}
+		if lsEchoes(c, o) {
+			return "exists"
 		}
 		return listText(o, level)
 	case kindInstall:
@@ -559,6 +558,29 @@ func viewText(s *step, level int) string {
 		t += "incl. " + strings.Join(l, " | ")
 	}
 	return clip(t, []int{420, 200}[level])
+}
+
+// lsEchoes reports `ls FILE` alone whose whole output is the name it was
+// given: what it says is that the file is there. Not a long listing (its
+// mode and size are the answer), several operands (which of them
+// printed?), or a line of several commands.
+func lsEchoes(c *call, o *output) bool {
+	f := strings.Fields(c.label)
+	if len(f) < 2 || f[0] != "ls" || strings.ContainsAny(c.label, ";&|<>") {
+		return false
+	}
+	arg := ""
+	for _, w := range f[1:] {
+		switch {
+		case strings.HasPrefix(w, "-"):
+		case arg != "":
+			return false
+		default:
+			arg = w
+		}
+	}
+	body := strings.TrimSpace(o.body)
+	return arg != "" && (body == arg || body == arg+"*" || body == arg+"@")
 }
 
 // listText tells a listing: "ls -l" and one-per-line listings by their

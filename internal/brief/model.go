@@ -1505,6 +1505,11 @@ func (m *model) trackError(s *step) {
 		if e.line == line && (e.key == key || sideCommandRe.MatchString(line)) && e.resolved == "" {
 			if o.errLine != "" && o.tests == "" && samePlace(o.errAt, e.first.f.out.errAt) {
 				s.sameErr = e.first
+			} else if strings.Contains(o.errAt, " in ") && strings.Contains(e.at, " in ") && !samePlace(o.errAt, e.at) {
+				// Raised in another function (save, after parse): where
+				// it is now. (A syntax error pushed down by lines inserted
+				// above it keeps its first place.)
+				e.at = o.errAt
 			}
 			e.ids = append(e.ids, s.id())
 			e.lastFailed = s

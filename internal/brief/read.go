@@ -314,7 +314,7 @@ func readStep(tc *briefd.ToolCall, result *briefd.Message, keepWarnings bool) *s
 	}
 	for _, r := range f.records {
 		for _, fl := range r.fields {
-			f.cost += 32 + len(fl.value)
+			f.cost += 32 + len(fl.value) + len(fl.brief)
 		}
 	}
 	return f

@@ -376,15 +376,23 @@ func condenseObject(m *object, depth int, brief bool) string {
 }
 
 // itemRoute is an item's route, "IAH-JFK", from the first pair of route
-// fields it has (routePairs); "" when it has none.
+// fields it has (routePairs) whose values are places: short and without
+// digits (an account id or a date is not a stop, and "acc_1001-acc_2002"
+// would read as one name the span never wrote); "" when it has none.
 func itemRoute(m *object) string {
 	for _, p := range routePairs {
 		a, b := scalarString(m.get(p[0])), scalarString(m.get(p[1]))
-		if a != "" && b != "" && len(a) <= 24 && len(b) <= 24 {
+		if place(a) && place(b) {
 			return a + "-" + b
 		}
 	}
 	return ""
+}
+
+// place reports a value that names a stop: a short word without digits
+// ("IAH", "Boston").
+func place(v string) bool {
+	return v != "" && len(v) <= 24 && !strings.ContainsAny(v, "0123456789 -")
 }
 
 // factorDates writes "HAT099, HAT274 2024-05-22" for "HAT099 2024-05-22,
@@ -476,7 +484,6 @@ func (r *record) shape() string {
 	return b.String()
 }
 
-// value returns a field's value.
 // briefValue is a field's value at the least detail (field.briefValue).
 func (r *record) briefValue(name string) (string, bool) {
 	for _, f := range r.fields {
@@ -487,6 +494,7 @@ func (r *record) briefValue(name string) (string, bool) {
 	return "", false
 }
 
+// value returns a field's value.
 func (r *record) value(name string) (string, bool) {
 	for _, f := range r.fields {
 		if f.name == name {

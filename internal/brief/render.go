@@ -864,13 +864,14 @@ func (l *layout) buildRecords(recency func(int) float64) {
 			pos++
 			continue
 		}
-		cols, shared := columns(group, m.prefersField)
+		cols, shared, sharedBrief := columns(group, m.prefersField)
 		// A value every row shares and the user stated (their user id)
 		// says nothing new.
-		shared = slices.DeleteFunc(shared, func(s string) bool {
+		said := func(s string) bool {
 			_, v, _ := strings.Cut(s, " ")
 			return m.userSaid(v)
-		})
+		}
+		shared, sharedBrief = slices.DeleteFunc(shared, said), slices.DeleteFunc(sharedBrief, said)
 		t := newTable(group, cols)
 		// The header says once what every row shares; the rows name their
 		// own cells where a value does not say what it is (a flag, a
@@ -879,6 +880,9 @@ func (l *layout) buildRecords(recency func(int) float64) {
 		if h := tableHeader(shared, t.year); h != "" {
 			head := &item{sec: secRecords, group: k, header: true, prio: 11, order: float64(pos)}
 			head.setAll(h)
+			// The shorter levels, as the rows', tell items by ids and dates.
+			head.texts[levelShort] = tableHeader(sharedBrief, t.year)
+			head.texts[levelMin] = head.texts[levelShort]
 			l.items = append(l.items, head)
 			pos++
 		}
@@ -947,7 +951,7 @@ func idsUpTo(v string, n int) string {
 			parts = append(parts, strings.Join(keep, " "))
 		}
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(factorDates(parts), ", ")
 }
 
 // shortDateRe matches a date as a table cell writes it: "2024-05-22" or,
@@ -1078,7 +1082,7 @@ const minCell = 16
 
 // columns orders a table's columns (named by the system prompt first) and
 // sets apart the ones every row shares.
-func columns(group []*recordState, prefer func(string) bool) (cols, shared []string) {
+func columns(group []*recordState, prefer func(string) bool) (cols, shared, sharedBrief []string) {
 	first := group[0].rec.fields
 	for _, f := range first {
 		same := true
@@ -1090,12 +1094,13 @@ func columns(group []*recordState, prefer func(string) bool) (cols, shared []str
 		}
 		if same {
 			shared = append(shared, f.name+" "+f.value)
+			sharedBrief = append(sharedBrief, f.name+" "+f.briefValue())
 			continue
 		}
 		cols = append(cols, f.name)
 	}
 	sort.SliceStable(cols, func(i, j int) bool { return prefer(cols[i]) && !prefer(cols[j]) })
-	return cols, shared
+	return cols, shared, sharedBrief
 }
 
 // recordItem adds one record's line: "name value" pairs, or a table row
@@ -1147,7 +1152,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			for i := range items.fields {
 				items.fields[i].value = items.fields[i].briefValue()
 			}
-			it.texts[levelShort] = head + items.line(m.prefersField, 900)
+			it.texts[levelShort] = head + items.line(m.prefersField, 260)
 		}
 		// The least detail keeps the short values (a cabin, a flag, a date)
 		// and the ids of the long ones, as table rows do.
