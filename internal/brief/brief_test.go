@@ -328,6 +328,22 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"acc_1001-acc_2002", "2024-05-01-2024-05-07"},
 		},
 		{
+			name: "a table's header tells the items every row shares by ids and dates at the shorter levels",
+			build: func(b *spanBuilder) {
+				b.user("Which of my reservations can I cancel?")
+				for _, id := range []string{"AAA111", "BBB222", "CCC333"} {
+					b.step("", "get_reservation_details", `{"reservation_id": "`+id+`"}`, `{"reservation_id": "`+id+`", "origin": "IAH", "destination": "DEN", "cabin": "economy", "insurance": "no", "status": "active", `+
+						`"flights": [{"flight_number": "HAT100", "origin": "IAH", "destination": "DEN", "date": "2024-05-20", "price": 120}], "created_at": "2024-05-0`+id[5:]+`T10:00:00"}`)
+				}
+				for i := range 8 {
+					b.bash("Look.", fmt.Sprintf("cat notes%d.txt", i), strings.Repeat("a line of notes about nothing in particular\n", 12))
+				}
+			},
+			budget:   300,
+			wanted:   []string{"flights HAT100 2024-05-20;"},
+			unwanted: []string{"HAT100 IAH-DEN"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)

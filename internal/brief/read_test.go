@@ -180,6 +180,10 @@ func TestParseRecords(t *testing.T) {
 	if got, _ := rec[0].briefValue("flights"); got != "HAT247, HAT193 2024-05-24" {
 		t.Errorf("flights at the least detail = %q", got)
 	}
+	// A folded record's line keeps its items' ids with their dates.
+	if got := idsOnly("HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906"); got != "HAT247, HAT193 2024-05-24" {
+		t.Errorf("idsOnly of the items = %q", got)
+	}
 	want := map[string]string{"origin": "BOS", "flights": "HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906", "passengers": "Amelia Davis",
 		"payment_history": "gift_card_1647044 5680", "prices": "economy 163, business 235", "insurance": "yes"}
 	for k, v := range want {
