@@ -344,6 +344,15 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"HAT100 IAH-DEN"},
 		},
 		{
+			name: "a long run of hex digits is told by its ends and length, so the rest of its line shows",
+			build: func(b *spanBuilder) {
+				c, n := strings.Repeat("A76EDD72", 32), strings.Repeat("CE3205AE", 32)
+				b.bash("Get one.", "connect_sendline Y", `{"time_capsule": "`+c+`", "pubkey": ["`+n+`", "5"]}`+"\nWelcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)")
+			},
+			budget: 600,
+			wanted: []string{`{"time_capsule": "A76EDD72…A76EDD72 (256 hex digits)", "pubkey": ["CE3205AE…CE3205AE (256 hex digits)", "5"]}`},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)

@@ -413,10 +413,26 @@ func keepLines(lines []string, n int) []string {
 	}
 	out := make([]string, 0, len(lines))
 	for _, l := range lines {
-		out = append(out, clip(strings.TrimRight(l, " \r\t"), 240))
+		out = append(out, clip(shortHex(strings.TrimRight(l, " \r\t")), 240))
 	}
 	return out
 }
+
+// shortHex tells each long run of hex digits (a ciphertext, a modulus, a
+// key: 80 digits or more) by its ends and its length, "A76EDD72…DCFAC323
+// (256 hex digits)": cut at a line's room, the first hundred digits hid
+// the rest of the line (the JSON's other fields, the public exponent).
+// The whole value stays in the compacted message, for expand_history.
+func shortHex(t string) string {
+	if len(t) < 80 || !longHexRe.MatchString(t) {
+		return t
+	}
+	return longHexRe.ReplaceAllStringFunc(t, func(h string) string {
+		return h[:8] + "…" + h[len(h)-8:] + " (" + strconv.Itoa(len(h)) + " hex digits)"
+	})
+}
+
+var longHexRe = regexp.MustCompile(`\b[0-9A-Fa-f]{80,}\b`)
 
 // libraryFrame reports whether a traceback frame's file belongs to an
 // installed library or the runtime rather than the project.
