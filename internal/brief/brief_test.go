@@ -1891,6 +1891,17 @@ func TestEditThroughACopy(t *testing.T) {
 	}
 }
 
+// A briefing written before the index was labelled ALSO MENTIONED (the
+// store keeps them) folds with its names.
+func TestFoldReadsEarlierIndexLabels(t *testing.T) {
+	for _, label := range []string{"ALSO SEEN (names in the compacted messages; expand_history finds them)", "ALSO SEEN", sectionNames[secIndex] + indexNote} {
+		p := parseText("Covers m0003–m0010 (8 messages)\nSTATE:\n- no file changed yet\n" + label + ": a/b.py, ValueError\n")
+		if !slices.Equal(p.index, []string{"a/b.py", "ValueError"}) {
+			t.Errorf("%s: index %q", label, p.index)
+		}
+	}
+}
+
 func TestOnlyAsks(t *testing.T) {
 	for text, want := range map[string]bool{
 		"I can help you with that. Could you please provide your user ID and the reservation ID?": true,

@@ -195,6 +195,11 @@ func sectionLine(line string) (section, string, bool) {
 			return sec, strings.TrimSpace(line[len(name)+len(indexNote)+1:]), true
 		}
 	}
+	for _, label := range legacyIndexLabels {
+		if rest, ok := strings.CutPrefix(line, label+":"); ok {
+			return secIndex, strings.TrimSpace(rest), true
+		}
+	}
 	return 0, "", false
 }
 
