@@ -353,6 +353,18 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{`{"time_capsule": "A76EDD72…A76EDD72 (256 hex digits)", "pubkey": ["CE3205AE…CE3205AE (256 hex digits)", "5"]}`},
 		},
 		{
+			name: "a long run of hex digits in a line that fits is kept as it is; a long decimal number is not hex",
+			build: func(b *spanBuilder) {
+				key := strings.Repeat("9f3ac07d", 12)
+				b.bash("Write it.", "cat > solve.py <<'EOF'\nct = bytes.fromhex(\""+key+"\")\nprint(ct)\nEOF", rc(0, "")).
+					bash("Factorial.", "python calc.py", rc(0, strings.Repeat("9332621544", 16)+strings.Repeat("0", 100)+strings.Repeat("\nline of the run", 8))).
+					bash("The cache.", "ls cache/sha512", rc(0, strings.Repeat("a0209", 24)+"e\n"+strings.Repeat("d4448", 24)+"c"))
+			},
+			budget:   900,
+			wanted:   []string{`ct = bytes.fromhex("` + strings.Repeat("9f3ac07d", 12) + `")`, "[m0005] python calc.py → 9332621544", strings.Repeat("a0209", 24) + "e d4448"},
+			unwanted: []string{"hex digits)"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)
@@ -1908,6 +1920,12 @@ func TestOnlyAsks(t *testing.T) {
 		"Could you please confirm which reservation? 1. Z7GOZK 2. K67C4W":                         false,
 		"Your reservation XEHM4B is basic economy. Would you like to proceed?":                    false,
 		"Thank you.": false,
+		"Sure. Which reservation would you like to change?":                     true,
+		"Sorry, basic economy can't be refunded. Anything else?":                false,
+		"Your reservation has been cancelled. Is there anything else?":          false,
+		"The change fee is $150. Do you want to proceed?":                       false,
+		"Would you like me to cancel it and refund $1,250 to your credit card?": false,
+		"Shall I go ahead with the change?":                                     false,
 	} {
 		if got := onlyAsks(text); got != want {
 			t.Errorf("onlyAsks(%q) = %v, want %v", text, got, want)

@@ -74,6 +74,9 @@ type note struct {
 	n    int // the step count when it was written
 	text string
 	done bool // an intention carried out by a call
+	// onlyAsks marks a message to the user that only asks for what the
+	// user's answer will say (onlyAsks), read once with the message.
+	onlyAsks bool
 }
 
 // fileState is the last known state of one file.
@@ -844,7 +847,7 @@ func (m *model) readAssistant(msg *briefd.Message, thought string, tf *textFacts
 	}
 	if len(msg.ToolCalls) == 0 && m.dialogue {
 		m.asked = &note{id: msg.ID, n: len(m.steps), text: thought}
-		m.told = append(m.told, note{id: msg.ID, n: len(m.steps), text: thought})
+		m.told = append(m.told, note{id: msg.ID, n: len(m.steps), text: thought, onlyAsks: onlyAsks(plainText(thought))})
 	}
 }
 

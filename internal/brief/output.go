@@ -413,21 +413,30 @@ func keepLines(lines []string, n int) []string {
 	}
 	out := make([]string, 0, len(lines))
 	for _, l := range lines {
-		out = append(out, clip(shortHex(strings.TrimRight(l, " \r\t")), 240))
+		l = strings.TrimRight(l, " \r\t")
+		if len(l) > keptLineBytes {
+			l = shortHex(l) // a line that would be cut: its long values, not its end
+		}
+		out = append(out, clip(l, keptLineBytes))
 	}
 	return out
 }
 
+// keptLineBytes is the most of one output line kept.
+const keptLineBytes = 240
+
 // shortHex tells each long run of hex digits (a ciphertext, a modulus, a
-// key: 80 digits or more) by its ends and its length, "A76EDD72…DCFAC323
-// (256 hex digits)": cut at a line's room, the first hundred digits hid
-// the rest of the line (the JSON's other fields, the public exponent).
-// The whole value stays in the compacted message, for expand_history.
+// key: 80 digits or more, letters and digits) by its ends and its length,
+// "A76EDD72…DCFAC323 (256 hex digits)", in a line too long to keep whole:
+// cut there, the first hundred digits hid the rest of the line (the
+// JSON's other fields, the public exponent). A line that fits is kept as
+// it is (a file's content, a name in a listing, a hex dump asked for);
+// the whole value stays in the compacted message, for expand_history.
 func shortHex(t string) string {
-	if len(t) < 80 || !longHexRe.MatchString(t) {
-		return t
-	}
 	return longHexRe.ReplaceAllStringFunc(t, func(h string) string {
+		if !strings.ContainsAny(h, "abcdefABCDEF") || !strings.ContainsAny(h, "0123456789") {
+			return h // a long decimal number (100!), not an opaque value
+		}
 		return h[:8] + "…" + h[len(h)-8:] + " (" + strconv.Itoa(len(h)) + " hex digits)"
 	})
 }

@@ -1658,7 +1658,7 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 		}
 		it := &item{sec: secNotes, prio: 5.5 + 3*recency(t.n), order: float64(t.n) + float64(k)/1000, ids: []string{t.id}}
 		text := plainText(t.text)
-		if k < m.toldAnswered && onlyAsks(text) {
+		if k < m.toldAnswered && t.onlyAsks {
 			// "Could you please provide your user ID?", answered: the
 			// user's answer, quoted verbatim, says what was asked.
 			it.prio = 1
@@ -1678,23 +1678,34 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 	}
 }
 
-// onlyAsks reports a message that only asks (every sentence a question,
-// or a courtesy that names nothing: "I can help you with that.").
+// onlyAsks reports a message that only asks the user for something their
+// answer will say ("I can help you with that. Could you please provide
+// your user ID?"): every sentence a question for information or a
+// courtesy, no ids, no list of options. A question to confirm ("Would you
+// like me to refund $1,250?", "Shall I proceed?") is not one: "Yes." says
+// nothing of what was agreed.
 func onlyAsks(text string) bool {
-	if holdsIDs(text) || hasList(text) {
-		return false // the options it offers, the ids it names
+	if holdsIDs(text) || hasList(text) || strings.ContainsAny(text, "$€£%") {
+		return false // the options it offers, the ids and amounts it names
 	}
 	asks := false
 	for _, s := range sentences(text) {
+		low := strings.ToLower(s)
 		switch {
-		case strings.HasSuffix(s, "?"):
+		case strings.HasSuffix(s, "?") && !confirmRe.MatchString(low):
 			asks = true
-		case len(s) > 40:
+		case courtesyRe.MatchString(low):
+		default:
 			return false
 		}
 	}
 	return asks
 }
+
+var (
+	courtesyRe = regexp.MustCompile(`^(?:i can help(?: you)? with (?:that|this)|i(?:'d| would) be (?:happy|glad) to help|sure|certainly|of course|no problem|thank you|thanks)\b[^.!?]*[.!]?$`)
+	confirmRe  = regexp.MustCompile(`^(?:would you like|do you want|shall i|should i)\b|\b(?:proceed|confirm|is that (?:correct|ok|okay|right)|anything else)\b`)
+)
 
 // The next step's quote of a question awaiting the user's answer, at each
 // level, in bytes.
