@@ -351,6 +351,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"hex digits)"},
 		},
 		{
+			name: "an error line with long hex values keeps what follows them",
+			build: func(b *spanBuilder) {
+				want, got := strings.Repeat("3f9a0c1d", 16), strings.Repeat("b7e2d4a1", 16)
+				b.bash("Fix.", "sed -i 's/a/b/' verify.py", rc(0, "")).
+					bash("Check.", "python verify.py", rc(1, "Traceback (most recent call last):\n  File \"/testbed/verify.py\", line 9, in check\n"+
+						"ValueError: digest mismatch: expected "+want+" got "+got))
+			},
+			budget: 900,
+			wanted: []string{"ValueError: digest mismatch: expected 3f9a0c1d…3f9a0c1d (128 hex digits) got b7e2d4a1…b7e2d4a1 (128 hex digits)"},
+		},
+		{
 			name: "a last check that printed what the runs before it did says what that was",
 			build: func(b *spanBuilder) {
 				out := "Running Sphinx v3.2.0\nWARNING: node class 'meta' is already registered\nbuild succeeded, 1 warning.\n" + strings.Repeat("reading sources... [100%] index\n", 4)

@@ -422,6 +422,16 @@ func keepLines(lines []string, n int) []string {
 	return out
 }
 
+// errText is an error line as kept: 220 bytes, a long hex value in a
+// longer line told by its ends first (shortHex), so that what follows it
+// ("expected <digest> got <digest>") is not cut away.
+func errText(t string) string {
+	if len(t) > 220 {
+		t = shortHex(t)
+	}
+	return clip(t, 220)
+}
+
 // keptLineBytes is the most of one output line kept.
 const keptLineBytes = 240
 
@@ -503,7 +513,7 @@ func readErrors(o *output, lines []string) {
 			continue // a warning is not the error
 		}
 		if inTrace && (exceptionRe.MatchString(t) || lastFrame != "" && l == t && traceEndRe.MatchString(t)) {
-			o.errLine, o.raisedBy = clip(t, 220), ""
+			o.errLine, o.raisedBy = errText(t), ""
 			if handling {
 				o.errLine += " (raised while handling " + clip(handled, 130) + ")"
 				handling = false
@@ -543,7 +553,7 @@ func readErrors(o *output, lines []string) {
 			continue // pytest's heading of a collection error's frames: the "E " line after them is the error
 		}
 		if errorLineRe.MatchString(t) || exceptionRe.MatchString(t) && strings.Contains(t, ":") {
-			o.errLine = clip(t, 220)
+			o.errLine = errText(t)
 			o.raisedBy = raisedByTest(probe, i)
 		}
 	}
