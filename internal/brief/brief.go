@@ -446,7 +446,7 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 		if (it.sec == secSteps || it.sec == secFiles) && strings.Contains(text, "→ "+toState) {
 			// The record stands alone: a consumer of it, or an engine
 			// that folds it without knowing the pointer, gets the result.
-			text = strings.Replace(text, "→ "+toState, "→ "+l.m.check.shown, 1)
+			text = pointedTo(text, l.m.checkShown())
 		}
 		rs.Entries = append(rs.Entries, Entry{Key: it.key, Text: text, IDs: it.ids})
 	}

@@ -230,14 +230,15 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"the last check, in STATE"},
 		},
 		{
-			name: "what a pipe made of a file is not how the file begins; a data file's own numbers are its content",
+			name: "what a pipe made of a file is not how the file begins, nor its content; a data file's own numbers are its content",
 			build: func(b *spanBuilder) {
 				b.bash("Decode.", "cat cipher.txt | base64 -d", strings.Repeat("Some secret text, decoded. ", 30)).
-					bash("Read.", "cat pi.txt", "3:"+strings.Repeat("1415926535", 60))
+					bash("Read.", "cat pi.txt", "3:"+strings.Repeat("1415926535", 60)).
+					bash("Decode the key.", "cat key.txt | base64 -d", "hunter2")
 			},
 			budget:   900,
 			wanted:   []string{"pi.txt: read whole [m0005]; begins `3:1415926535"},
-			unwanted: []string{"cipher.txt: read whole [m0003]; begins"},
+			unwanted: []string{"cipher.txt: read whole [m0003]; begins", "key.txt: read whole [m0007]; content"},
 		},
 		{
 			name: "names a listing would shorten alike are kept whole",

@@ -36,9 +36,7 @@ func foldPrior(msg *briefd.Message, prev *briefd.Briefing) *prior {
 	if prev != nil && len(prev.Structured) > 0 {
 		var r Record
 		if err := json.Unmarshal(prev.Structured, &r); err == nil && r.Format == RecordFormat {
-			p := fromRecord(&r)
-			p.resolveInState()
-			return p
+			return fromRecord(&r) // its entries carry their results (layout.record)
 		}
 	}
 	text, ok := briefd.UnwrapBriefing(msg.Content.String())
@@ -53,9 +51,10 @@ func foldPrior(msg *briefd.Message, prev *briefd.Briefing) *prior {
 	return p
 }
 
-// resolveInState gives the lines that pointed at the earlier state's last
-// check ("→ the last check, in STATE") the result that state quoted: the
-// new briefing's state tells another check, or none.
+// resolveInState gives the lines of a briefing's text that pointed at its
+// state's last check ("→ the last check, in STATE") the result that state
+// quoted: the new briefing's state tells another check, or none. (A stored
+// record carries the results already.)
 func (p *prior) resolveInState() {
 	res := ""
 	for _, e := range p.entries[secState] {
@@ -74,7 +73,7 @@ func (p *prior) resolveInState() {
 				if with == "" {
 					with = "not known" // a state cut by hand: no result to give
 				}
-				p.entries[sec][k].Text = strings.Replace(e.Text, "→ "+toState, "→ "+with, 1)
+				p.entries[sec][k].Text = pointedTo(e.Text, with)
 			}
 		}
 	}

@@ -452,15 +452,8 @@ func fileReadTexts(f *fileState, views []*step) readLines {
 // cat, a pipe's: `cat x | base64 -d` prints what x decodes to).
 func viewHead(s *step) (head, size string) {
 	o := &s.f.out
-	c := &s.f.call
-	if o.empty || strings.Contains(o.body, "characters elided") || c.builds || c.ranAfterChange || c.kind != kindView ||
-		c.outputs > 1 || strings.Contains(c.label, "|") {
+	if !wholeView(s) {
 		return "", ""
-	}
-	for _, op := range c.ops {
-		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
-			return "", ""
-		}
 	}
 	// An editor's view numbers its lines; a data file's own "3:1415…" is
 	// its content.
@@ -576,16 +569,8 @@ func readParts(f *fileState, views []*step) string {
 func smallViewed(views []*step) string {
 	s := views[len(views)-1]
 	o := &s.f.out
-	if o.empty || len(o.body) > 400 || o.totalLines > smallFileLines+1 || strings.Contains(o.body, "characters elided") {
+	if len(o.body) > 400 || o.totalLines > smallFileLines+1 || !wholeView(s) {
 		return ""
-	}
-	if c := &s.f.call; c.builds || c.ranAfterChange || c.kind != kindView {
-		return "" // "sphinx-build … && cat out.txt": the build's log came first
-	}
-	for _, op := range s.f.call.ops {
-		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
-			return "" // a part of the file
-		}
 	}
 	lines := splitLines(strings.TrimSpace(o.body))
 	if o.file != "" && len(lines) > 0 {
@@ -595,6 +580,24 @@ func smallViewed(views []*step) string {
 		return c
 	}
 	return strings.Join(lines, "\n")
+}
+
+// wholeView reports a view that printed a whole file as the file holds
+// it: not a part of it, not cut by the harness, not after a build's log
+// ("sphinx-build … && cat out.txt"), not through a pipe (`cat x | base64
+// -d` prints what x decodes to) or with other commands' output.
+func wholeView(s *step) bool {
+	o, c := &s.f.out, &s.f.call
+	if o.empty || strings.Contains(o.body, "characters elided") || c.builds || c.ranAfterChange || c.kind != kindView ||
+		c.outputs > 1 || strings.Contains(c.label, "|") {
+		return false
+	}
+	for _, op := range c.ops {
+		if op.op == kindView && op.what != "" && !strings.HasPrefix(op.what, "whole") {
+			return false // a part of the file
+		}
+	}
+	return true
 }
 
 // viewOutline joins what the views of a file showed, newest last, once

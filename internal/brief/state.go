@@ -189,6 +189,19 @@ const toState = "the last check, in STATE"
 // checkPrefix begins the state's line of the last check.
 const checkPrefix = "last check after the last change: ["
 
+// pointedTo gives a line that points at the state's last check the result
+// it points to: for a record that stands alone, or a folded briefing whose
+// state the next one replaces.
+func pointedTo(line, result string) string {
+	return strings.Replace(line, "→ "+toState, "→ "+result, 1)
+}
+
+// checkShown is the result the state's line of the last check tells.
+func (m *model) checkShown() string {
+	m.lastCheck()
+	return m.check.shown
+}
+
 // isCheck reports whether s is the last check the state tells.
 func (m *model) isCheck(s *step) bool {
 	_, cs := m.lastCheck()
@@ -203,7 +216,7 @@ func (m *model) toldInState(s *step, res string) bool {
 	if !m.isCheck(s) || len(res) <= 40 || strings.Contains(callText(s, 70), " → ") {
 		return false
 	}
-	return strings.HasPrefix(m.check.shown, strings.TrimSuffix(res, "…"))
+	return strings.HasPrefix(m.checkShown(), strings.TrimSuffix(res, "…"))
 }
 
 // readLastCheck is lastCheck's answer, and the result its line tells.
