@@ -1508,7 +1508,7 @@ func (m *model) trackError(s *step) {
 		if e.line == line && (e.key == key || sideCommandRe.MatchString(line)) && e.resolved == "" {
 			if o.errLine != "" && o.tests == "" && samePlace(o.errAt, e.first.f.out.errAt) {
 				s.sameErr = e.first
-			} else if strings.Contains(o.errAt, " in ") && strings.Contains(e.at, " in ") && !samePlace(o.errAt, e.at) {
+			} else if inFunction(o.errAt) && inFunction(e.at) && !samePlace(o.errAt, e.at) {
 				// Raised in another function (save, after parse): where
 				// it is now. (A syntax error pushed down by lines inserted
 				// above it keeps its first place.)
@@ -1545,13 +1545,17 @@ func samePlace(a, b string) bool {
 	if a == b {
 		return true
 	}
-	if !strings.Contains(a, " in ") || !strings.Contains(b, " in ") {
+	if !inFunction(a) || !inFunction(b) {
 		return false // a syntax error's place is its line
 	}
 	return lineNoRe.ReplaceAllString(a, "") == lineNoRe.ReplaceAllString(b, "")
 }
 
 var lineNoRe = regexp.MustCompile(` line \d+`)
+
+// inFunction reports a place that names its function ("x.py line 10 in
+// parse"); a syntax error's names its line alone.
+func inFunction(at string) bool { return strings.Contains(at, " in ") }
 
 // syntaxMovedOn reports an error that stops a program before it runs
 // (line), raised at now, further down the file it was raised in before

@@ -484,22 +484,24 @@ func (r *record) shape() string {
 	return b.String()
 }
 
-// briefValue is a field's value at the least detail (field.briefValue).
-func (r *record) briefValue(name string) (string, bool) {
+// field returns the field of that name.
+func (r *record) field(name string) (field, bool) {
 	for _, f := range r.fields {
 		if f.name == name {
-			return f.briefValue(), true
+			return f, true
 		}
 	}
-	return "", false
+	return field{}, false
 }
 
 // value returns a field's value.
 func (r *record) value(name string) (string, bool) {
-	for _, f := range r.fields {
-		if f.name == name {
-			return f.value, true
-		}
-	}
-	return "", false
+	f, ok := r.field(name)
+	return f.value, ok
+}
+
+// briefValue is a field's value at the least detail (field.briefValue).
+func (r *record) briefValue(name string) (string, bool) {
+	f, ok := r.field(name)
+	return f.briefValue(), ok
 }
