@@ -1576,16 +1576,18 @@ func (m *model) restatedLater(k int, rank []int) bool {
 	if nl.restatedKnown {
 		return nl.restated
 	}
-	restated := false
-	if len(nl.words) >= 4 {
-		for j := k + 1; j < len(m.notes) && j <= k+restateWindow && !restated; j++ {
+	restated, j := false, max(nl.restatedTo, k+1)
+	words := nl.words
+	if len(words) >= 4 {
+		for ; j < len(m.notes) && j <= k+restateWindow && !restated; j++ {
 			if rank[j] < 3 && m.notes[j].id != m.notes[k].id {
-				restated = sharedWords(nl.words, m.noteLine(j).words)*4 >= len(nl.words)*3
+				restated = sharedWords(words, m.noteLine(j).words)*4 >= len(words)*3
 			}
 		}
 	}
 	nl = m.noteLine(k) // noteLine(j) may have grown the memos
-	if k+restateWindow < len(m.notes) {
+	nl.restatedTo = j
+	if restated || k+restateWindow < len(m.notes) || len(words) < 4 {
 		nl.restated, nl.restatedKnown = restated, true
 	}
 	return restated

@@ -305,10 +305,13 @@ type noteLines struct {
 	texts      [levels]string
 	it         item
 	// words are the note's content words, sorted, for restatedLater;
-	// restated is its answer once every note it compares with is read.
+	// restated is its answer once every note it compares with is read,
+	// and restatedTo the first later note not yet compared (the notes
+	// read are final, so each is compared once, not at every Write).
 	words         []string
 	restated      bool
 	restatedKnown bool
+	restatedTo    int
 }
 
 // noteItem sets the memo's item to it, keeping the identifiers read from
