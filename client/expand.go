@@ -259,7 +259,8 @@ type SearchMatch struct {
 // Search looks for query in the compacted originals of conversation conv:
 // the stored originals before the latest briefing's boundary (with
 // SearchAll, every stored original). The query is a case-insensitive
-// substring, or with SearchRegexp a regular expression; it is matched
+// substring, in which "…" (where a briefing cut a text) stands for any
+// text, or with SearchRegexp a regular expression; it is matched
 // against each message's text: its content, then each tool call as
 // "name(arguments)" on a line of its own. Matches come in conversation
 // order with their message ids, which Expand takes.
@@ -338,7 +339,7 @@ func compileQuery(query string, isRegexp bool) (*regexp.Regexp, error) {
 		return nil, errors.New("query is not valid UTF-8")
 	}
 	if !isRegexp {
-		return regexp.MustCompile("(?i)" + regexp.QuoteMeta(query)), nil
+		return literalQuery(query)
 	}
 	re, err := regexp.Compile(query)
 	if err != nil {
@@ -346,6 +347,36 @@ func compileQuery(query string, isRegexp bool) (*regexp.Regexp, error) {
 	}
 	return re, nil
 }
+
+// literalQuery matches query as a case-insensitive substring, where "…",
+// the mark a briefing puts where it cut a text, stands for any text: a
+// value the briefing tells by its ends ("A76EDD72…DCFAC323 (256 hex
+// digits)", the count dropped) or a quote it clipped is found by what the
+// briefing shows of it.
+func literalQuery(query string) (*regexp.Regexp, error) {
+	if !strings.Contains(query, cutMark) {
+		return regexp.MustCompile("(?i)" + regexp.QuoteMeta(query)), nil
+	}
+	query = hexCount.ReplaceAllString(query, "")
+	var parts []string
+	for p := range strings.SplitSeq(query, cutMark) {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, regexp.QuoteMeta(p))
+		}
+	}
+	if len(parts) == 0 {
+		return nil, errors.New("query has no text besides " + cutMark)
+	}
+	return regexp.MustCompile("(?is)" + strings.Join(parts, ".*?")), nil
+}
+
+// cutMark is what a briefing shows where it cut a text; in a literal
+// query it stands for any text.
+const cutMark = "…"
+
+// hexCount is the length a briefing gives after a hex value told by its
+// ends: "A76EDD72…DCFAC323 (256 hex digits)".
+var hexCount = regexp.MustCompile(`\s*\(\d+ hex digits\)`)
 
 // searchText is what Search matches in a message: its text content, then
 // each tool call as "name(arguments)" on a line of its own.

@@ -221,6 +221,7 @@ func TestSearch(t *testing.T) {
 	c := newClient(t, b.nc, client.WithTenant("t1"), client.WithExpandLimits(client.ExpandLimits{MaxMatches: 2}))
 	h := longConversation(6)
 	h[4].Content = briefd.Text("Found the bug in parser.go: an off-by-one.")
+	h[2].Content = briefd.Text("key 0123abcd00112233445566778899AABB89abcdef")
 	publishTurns(t, c, "conv", h)
 
 	if _, err := c.Search(t.Context(), "conv", "parser"); !errors.Is(err, client.ErrNoBriefing) {
@@ -251,6 +252,18 @@ func TestSearch(t *testing.T) {
 	res, err = c.Search(t.Context(), "conv", `bash({"command":"ls"})`)
 	if err != nil || len(res.Matches) != 2 || res.Matches[0].ID != "a0" {
 		t.Fatalf("tool call search = %+v, %v", res, err)
+	}
+	// "…" stands for what a briefing cut: a long value told by its ends,
+	// its length dropped, or a clipped quote.
+	for q, want := range map[string]int{"Found the…off-by-one": 1, "found THE bug … parser.go:  …": 1,
+		"0123ABCD…89ABCDEF (24 hex digits)": 1, "Found…t0": 0, "0123ABCD…ffff": 0} {
+		res, err = c.Search(t.Context(), "conv", q)
+		if err != nil || len(res.Matches) != want {
+			t.Errorf("Search(%q) = %+v, %v; want %d matches", q, res, err, want)
+		}
+	}
+	if _, err := c.Search(t.Context(), "conv", " … …"); !errors.Is(err, client.ErrInvalidQuery) {
+		t.Errorf("Search of the cut mark alone = %v, want ErrInvalidQuery", err)
 	}
 	res, err = c.Search(t.Context(), "conv", "output of step t5")
 	if err != nil || len(res.Matches) != 0 {

@@ -39,7 +39,7 @@ const expandToolDescription = "Read messages of this conversation that were comp
 const expandToolParameters = `{"type":"object","properties":{` +
 	`"from_id":{"type":"string","description":"Id of the first message to read."},` +
 	`"to_id":{"type":"string","description":"Id of the last message to read (inclusive); default from_id."},` +
-	`"query":{"type":"string","description":"Text to search for in the compacted messages (case-insensitive), instead of a range."},` +
+	`"query":{"type":"string","description":"Text to search for in the compacted messages (case-insensitive; … stands for any text, as where the briefing cut one), instead of a range."},` +
 	`"regexp":{"type":"boolean","description":"Treat query as a regular expression."}` +
 	`},"additionalProperties":false}`
 

@@ -236,13 +236,33 @@ const matchLoop = `
   return out;
 })()`;
 
+/** What a briefing shows where it cut a text; in a literal query it stands for any text. */
+const cutMark = "…";
+
+/**
+ * literalQuery matches query as a case-insensitive substring in which "…" stands for any text, a
+ * " (N hex digits)" after it dropped: a value a briefing tells by its ends ("A76EDD72…DCFAC323 (256 hex
+ * digits)") or a quote it clipped is found by what the briefing shows of it. As the Go client's.
+ */
+function literalQuery(conv: string, query: string): RegExp {
+  if (!query.includes(cutMark)) return new RegExp(escapeRegExp(query), "giu");
+  const parts = query
+    .replace(/\s*\(\d+ hex digits\)/g, "")
+    .split(cutMark)
+    .map((p) => p.trim())
+    .filter((p) => p !== "")
+    .map(escapeRegExp);
+  if (parts.length === 0) throw new InvalidQueryError(conv, `query has no text besides ${cutMark}`);
+  return new RegExp(parts.join("[\\s\\S]*?"), "giu");
+}
+
 /** compileQuery returns the matcher of a query: a case-insensitive literal, or a JavaScript regular expression. */
 export function compileQuery(conv: string, query: string, isRegexp: boolean): Matcher {
   if (!query) throw new InvalidQueryError(conv, "empty query");
   if (utf8(query) > MaxQueryLength) throw new InvalidQueryError(conv, `query is ${utf8(query)} bytes, more than the limit of ${MaxQueryLength}`);
   let re: RegExp;
   try {
-    re = isRegexp ? new RegExp(query, "gu") : new RegExp(escapeRegExp(query), "giu");
+    re = isRegexp ? new RegExp(query, "gu") : literalQuery(conv, query);
   } catch (err) {
     throw new InvalidQueryError(conv, (err as Error).message);
   }
@@ -278,7 +298,7 @@ export const expandTool = {
       properties: {
         from_id: { type: "string", description: "Id of the first message to read." },
         to_id: { type: "string", description: "Id of the last message to read (inclusive); default from_id." },
-        query: { type: "string", description: "Text to search for in the compacted messages (case-insensitive), instead of a range." },
+        query: { type: "string", description: "Text to search for in the compacted messages (case-insensitive; … stands for any text, as where the briefing cut one), instead of a range." },
         regexp: { type: "boolean", description: "Treat query as a regular expression." },
       },
       additionalProperties: false,

@@ -219,6 +219,15 @@ describe("search and clip helpers", () => {
     assert.deepEqual(r[0].first, [6, 15]);
     assert.throws(() => compileQuery("c", "(", true), InvalidQueryError);
     assert.throws(() => compileQuery("c", "", false), InvalidQueryError);
+    // "…" stands for what a briefing cut, as in the Go client.
+    const cut = ["Found the bug in parser.go: an off-by-one.", "key 0123abcd00112233445566778899AABB89abcdef\nnext"];
+    const q = (s: string) => compileQuery("c", s, false).run(cut).map((x) => x.count);
+    assert.deepEqual(q("Found the…off-by-one"), [1, 0]);
+    assert.deepEqual(q("found THE bug … parser.go:  …"), [1, 0]);
+    assert.deepEqual(q("0123ABCD…89ABCDEF (24 hex digits)"), [0, 1]);
+    assert.deepEqual(q("key…next"), [0, 1]);
+    assert.deepEqual(q("0123ABCD…ffff"), [0, 0]);
+    assert.throws(() => compileQuery("c", " … …", false), InvalidQueryError);
     const t0 = Date.now();
     assert.throws(() => compileQuery("c", "(a+)+$", true).run(["a".repeat(40) + "b"]), /ran longer than/);
     assert.ok(Date.now() - t0 < 10_000);
