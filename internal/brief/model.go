@@ -284,7 +284,12 @@ type model struct {
 	errors   []*errState
 	notes    []note // decisions
 	intents  []note
-	asked    *note // the last question the assistant asked the user, unanswered in the span
+	// intentScans are, per intention, its words and how far markIntentions
+	// has looked for a call that carries it out; lowLabels are the steps'
+	// labels lower-cased, read once (the steps may be shared: not written).
+	intentScans []intentScan
+	lowLabels   []string
+	asked       *note // the last question the assistant asked the user, unanswered in the span
 	// drafted is the last assistant message that wrote shell commands in
 	// its text but made no tool call: nothing ran them.
 	drafted *note
@@ -1964,43 +1969,63 @@ func shortPath(p string) string { return p }
 // shares two of its distinctive words, or its only one.
 func (m *model) markIntentions() { m.markIntentionsFrom(0) }
 
-// markIntentionsFrom marks the intentions from the i-th on.
+// markIntentionsFrom marks the intentions from the i-th on. Each looks
+// at the steps of its window once: a warm model resumes where the last
+// look stopped (the steps read are final), so a Write costs the new steps.
 func (m *model) markIntentionsFrom(i int) {
-	labels := make([]string, len(m.steps)) // lower-cased once, as needed
+	for len(m.intentScans) < len(m.intents) {
+		in := m.intents[len(m.intentScans)]
+		m.intentScans = append(m.intentScans, intentScan{words: append(keyWords(in.text), lineNumbers(in.text)...),
+			low: strings.ToLower(in.text), next: in.n})
+	}
 	for ; i < len(m.intents); i++ {
-		in := &m.intents[i]
+		in, sc := &m.intents[i], &m.intentScans[i]
 		if in.done {
 			continue
 		}
-		words := append(keyWords(in.text), lineNumbers(in.text)...)
-		low := strings.ToLower(in.text)
 		// An intention is carried out soon after it is stated, or not at
 		// all: the window keeps the pass linear on long spans.
-		from := min(in.n, len(m.steps))
-		to := min(from+intentWindow, len(m.steps))
-		for j := from; j < to; j++ {
-			if labels[j] == "" {
-				labels[j] = strings.ToLower(m.steps[j].f.call.label + " " + m.steps[j].f.call.target)
-			}
-			label := labels[j]
+		to := min(in.n+intentWindow, len(m.steps))
+		for ; sc.next < to; sc.next++ {
+			j := sc.next
+			label := m.lowLabel(j)
 			score := 0
-			for _, w := range words {
+			for _, w := range sc.words {
 				if strings.Contains(label, w) {
 					score++
 				}
 			}
-			if f := strings.Fields(label); len(f) > 0 && len(f[0]) >= 3 && containsWord(low, f[0]) {
+			if f := strings.Fields(label); len(f) > 0 && len(f[0]) >= 3 && containsWord(sc.low, f[0]) {
 				score += 2
 			}
-			if verbMatches(low, m.steps[j].f.call.kind) {
+			if verbMatches(sc.low, m.steps[j].f.call.kind) {
 				score++
 			}
-			if score >= 2 || score == 1 && len(words) <= 1 {
+			if score >= 2 || score == 1 && len(sc.words) <= 1 {
 				in.done = true
 				break
 			}
 		}
 	}
+}
+
+// intentScan is what markIntentions keeps of an intention: its
+// distinctive words, its text lower-cased, and the next step to look at.
+type intentScan struct {
+	words []string
+	low   string
+	next  int
+}
+
+// lowLabel returns step j's label and target, lower-cased.
+func (m *model) lowLabel(j int) string {
+	for len(m.lowLabels) <= j {
+		s := m.steps[len(m.lowLabels)]
+		low := strings.ToLower(s.f.call.label + " " + s.f.call.target)
+		m.lowLabels = append(m.lowLabels, low)
+		m.memoBytes += 16 + len(low)
+	}
+	return m.lowLabels[j]
 }
 
 // intentWindow is how many steps after an intention may carry it out.
