@@ -347,10 +347,8 @@ type model struct {
 	entries, lastEntries           map[entryMemoKey][]byte
 	placed, lastPlaced             map[string][]placedEntry
 	entriesBytes, lastEntriesBytes int
-	// lines memoizes the texts of step groups (see groupTexts); linesRecs
-	// is len(records) when they were written.
-	lines     map[lineKey][levels]string
-	linesRecs int
+	// lines memoizes the texts of step groups (see groupTexts).
+	lines map[lineKey]lineTexts
 	// What the layout derives from the model and keeps while it grows
 	// (see warm.go): each index covers the steps (or identifiers) up to
 	// its count, and grows with them.

@@ -699,8 +699,8 @@ type viewMemo struct {
 // identifiers read from them are kept too.
 type groupLine struct {
 	react       bool
-	check       bool // its first step is the last check (toldInState)
-	recs        int
+	check       bool     // its first step is the last check (toldInState)
+	pending     []string // records its texts name but RECORDS lacked (recordsPending)
 	texts       [levels]string
 	ids, idents []string
 	it          item
@@ -715,10 +715,11 @@ func (m *model) groupLine(g *group) *groupLine {
 		gl = &groupLine{ids: []string{g.first().id()}, idents: groupIdents(g)}
 		g.line = gl
 		m.memoBytes += 256
-	} else if gl.react == react && gl.check == check && gl.recs == len(m.records) {
+	} else if gl.react == react && gl.check == check && !m.anyRecorded(gl.pending) {
 		return gl
 	}
-	gl.react, gl.check, gl.recs, gl.texts = react, check, len(m.records), m.groupTexts(g)
+	gl.react, gl.check = react, check
+	gl.texts, gl.pending = m.groupTexts(g)
 	gl.it.identsAt, gl.it.usesAt = [levels][]string{}, [levels]*identUses{}
 	gl.it.unsaid, gl.it.unsaidDone = [levels][]*step{}, [levels]bool{}
 	return gl
@@ -745,16 +746,17 @@ type lineKey struct {
 }
 
 // groupTexts returns the group's line at every level ("- " + group.text),
-// written once per group. A step's line reads its steps (their facts, ids
-// and outcome, fixed when read, and the last one's reaction, which the
-// next assistant message sets once), earlier steps (an earlier response
-// of the same URL), the head's policy (fixed for a Warm) and which records
-// are in play: the texts are written again when the records grow. A rule
-// that makes a step's line read more of the model must be added to the
-// key (TestWarmWriteIdentity finds what it misses).
-func (m *model) groupTexts(g *group) [levels]string {
-	if m.lines == nil || m.linesRecs != len(m.records) {
-		m.lines, m.linesRecs = map[lineKey][levels]string{}, len(m.records)
+// written once per group, and the records it names that RECORDS lacks
+// (recordsPending). A step's line reads its steps (their facts, ids and
+// outcome, fixed when read, and the last one's reaction, which the next
+// assistant message sets once), earlier steps (an earlier response of the
+// same URL), the head's policy (fixed for a Warm) and whether the records
+// it names are in RECORDS: the texts are written again when one of those
+// is filed. A rule that makes a step's line read more of the model must be
+// added to the key (TestWarmWriteIdentity finds what it misses).
+func (m *model) groupTexts(g *group) ([levels]string, []string) {
+	if m.lines == nil {
+		m.lines = map[lineKey]lineTexts{}
 	}
 	k := lineKey{first: g.first().n, last: g.last().n, react: g.last().react != "", check: m.isCheck(g.first())}
 	if len(g.steps) > 2 {
@@ -764,14 +766,46 @@ func (m *model) groupTexts(g *group) [levels]string {
 		}
 		k.mid = string(b)
 	}
-	texts, ok := m.lines[k]
-	if !ok {
+	lt, ok := m.lines[k]
+	if !ok || m.anyRecorded(lt.pending) {
 		for lv := range levels {
-			texts[lv] = "- " + g.text(m, lv)
+			lt.texts[lv] = "- " + g.text(m, lv)
 		}
-		m.lines[k] = texts
+		lt.pending = m.recordsPending(g)
+		m.lines[k] = lt
 	}
-	return texts
+	return lt.texts, lt.pending
+}
+
+// lineTexts are a group's texts and the records they were written
+// without.
+type lineTexts struct {
+	texts   [levels]string
+	pending []string
+}
+
+// recordsPending are the records a group's steps read one of but which
+// are not in RECORDS (a failed lookup's): the only way its line reads the
+// records (recordsText tells a record in RECORDS by its id alone), and
+// records are only ever added.
+func (m *model) recordsPending(g *group) []string {
+	var out []string
+	for _, s := range g.steps {
+		if recs := s.f.records; len(recs) == 1 && recs[0].id != "" && m.records[recs[0].id] == nil {
+			out = append(out, recs[0].id)
+		}
+	}
+	return out
+}
+
+// anyRecorded reports whether one of ids is in RECORDS now.
+func (m *model) anyRecorded(ids []string) bool {
+	for _, id := range ids {
+		if m.records[id] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // userLine is the item of a user's message, and what it was written

@@ -2,6 +2,7 @@ package brief
 
 import (
 	"context"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,48 @@ func TestNoteMemosKept(t *testing.T) {
 		if w.Bytes() > bytes {
 			t.Fatalf("writing the same span again took the Warm from %d to %d bytes", bytes, w.Bytes())
 		}
+	}
+}
+
+// TestGroupLineRecordsPending checks that a step group's line, kept
+// between Writes, is written again when a record it names is filed in
+// RECORDS (its line then names the record instead of telling it); a line
+// that names no record waits for none, so the records growing does not
+// rewrite every line.
+func TestGroupLineRecordsPending(t *testing.T) {
+	var b spanBuilder
+	b.user("change reservation ABC123")
+	b.step("Look.", "get_reservation_details", `{"reservation_id":"ABC123"}`, `{"reservation_id": "ABC123", "status": "confirmed", "cabin": "economy"}`)
+	b.bash("List.", "ls", rc(0, "a.txt"))
+	w := &Warm{}
+	in := Input{Span: b.msgs, BudgetTokens: 2000, CountTokens: counter(t), Warm: w, CountSplits: true}
+	if _, err := Write(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	m := w.m
+	rec := m.records["ABC123"]
+	if rec == nil {
+		t.Fatal("the lookup's record is not in RECORDS")
+	}
+	groups := m.stepGroups(m.steps)
+	if len(groups) != 2 {
+		t.Fatalf("%d groups, want 2", len(groups))
+	}
+	lookup, ls := groups[0], groups[1]
+	// As if the record were not filed yet (a lookup that failed): the
+	// line tells the record itself.
+	delete(m.records, "ABC123")
+	m.lines, lookup.line, ls.line = nil, nil, nil
+	before := m.groupLine(lookup).texts[levelFull]
+	lsLine := m.groupLine(ls)
+	if strings.Contains(before, "in RECORDS") || len(m.groupLine(lookup).pending) != 1 {
+		t.Fatalf("line without the record: %q, pending %v", before, m.groupLine(lookup).pending)
+	}
+	m.records["ABC123"] = rec
+	if after := m.groupLine(lookup).texts[levelFull]; !strings.Contains(after, "record ABC123") || !strings.Contains(after, "in RECORDS") {
+		t.Errorf("line after the record is filed: %q (before: %q)", after, before)
+	}
+	if lsLine.pending != nil {
+		t.Errorf("a line that names no record waits for records %v", lsLine.pending)
 	}
 }
