@@ -712,7 +712,7 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget:   900,
 			wanted:   []string{"`col = new_col` → `col = [new_col]` [m0005]", "undone by deleting the lines matching `DEBUG: pkginit=` [m0007]"},
-			unwanted: []string{"deleted the line matching"},
+			unwanted: []string{"deleted each line matching"},
 		},
 		{
 			name: "an error got past by writing a new script says it was created, not changed",
@@ -1498,7 +1498,7 @@ func TestHandOffRules(t *testing.T) {
 				b.bash("Add the check.", `sed -i '/if "." in name:/i \    if not name:\n        raise ValueError("\x27name\x27 may not be empty.")' src/flask/blueprints.py`, rc(0, ""))
 			},
 			budget: 600,
-			wanted: []string{"inserted before the line matching `if \".\" in name:`: `if not name: ⏎ raise ValueError(\"'name' may not be empty.\")`"},
+			wanted: []string{"inserted before each line matching `if \".\" in name:`: `if not name: ⏎ raise ValueError(\"'name' may not be empty.\")`"},
 		},
 		{
 			name: "a line that writes a script and runs it: the run's output is the result",
@@ -2265,7 +2265,7 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 		{"`a` → `b`", 50, "`a` → `b`"},
 		{"`" + strings.Repeat("x", 80) + "` → `short`", 50, "`" + strings.Repeat("x", 36) + "…` → `short`"},
 		// mini-swe-agent-18's fix: the inserted line was cut away, the anchor kept.
-		{"inserted after the line matching `self.get_models.cache_clear()`: `self.get_swappable_settings_name.cache_clear()`", 80,
+		{"inserted after each line matching `self.get_models.cache_clear()`: `self.get_swappable_settings_name.cache_clear()`", 80,
 			"inserted after `self.get_mode…`: `self.get_swappable_settings_name.cache_clear()`"},
 		{"inserted after line 317: `if(ast_id(pattern_type) == TK_ISO){pattern_type = x;}` (+2 lines)", 60, "inserted after line 317: `if(ast_id(pattern_typ…` (+2 lines)"},
 		{"inserted after line 317: `if(x){y}`", 20, "inserted after line…"},

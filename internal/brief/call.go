@@ -1391,8 +1391,9 @@ func intoDir(ops []string) bool {
 	return len(ops) > 2 || strings.HasSuffix(dst, "/") || dst == "." || dst == ".."
 }
 
-// sedWhere names a sed address: "line 351", "lines 10-12", "the line
-// matching `if x:`".
+// sedWhere names a sed address: "line 351", "lines 10-12", "each line
+// matching `if x:`" (sed applies a pattern's command to every line it
+// matches: "/DEBUG/a …" adds a line after each).
 func sedWhere(addr string) string {
 	switch a := strings.ReplaceAll(addr, ",", ""); {
 	case isNumber(a) && strings.Contains(addr, ","):
@@ -1402,7 +1403,7 @@ func sedWhere(addr string) string {
 	case addr == "$":
 		return "the last line"
 	case strings.HasPrefix(addr, "/") && strings.Count(addr, "/") == 2:
-		return "the line matching " + quoteCode(strings.Trim(addr, "/"), 60)
+		return "each line matching " + quoteCode(strings.Trim(addr, "/"), 60)
 	}
 	return quoteCode(addr, 60)
 }

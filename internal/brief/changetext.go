@@ -142,9 +142,9 @@ func clipChange(body string, max int) string {
 	return quote(clipNonEmpty(from, keepFrom), clip(to, keepTo))
 }
 
-// clipInsert clips a sed insertion's description ("inserted after the
+// clipInsert clips a sed insertion's description ("inserted after each
 // line matching `anchor`: `text` (+2 lines)") giving the room to the text
-// inserted: the anchor is cut first and the words "the line matching"
+// inserted: the anchor is cut first and the words "each line matching"
 // dropped, where a cut at the end kept the anchor and lost what was
 // inserted.
 func clipInsert(body string, max int) string {
@@ -160,7 +160,7 @@ func clipInsert(body string, max int) string {
 		return clip(body, max)
 	}
 	text = text[1 : len(text)-1]
-	verb, anchor, quoted := strings.Cut(head, "the line matching `")
+	verb, anchor, quoted := strings.Cut(head, "each line matching `")
 	if j := strings.IndexByte(head, '`'); !quoted && j > 0 && j < len(head)-1 && strings.HasSuffix(head, "`") {
 		// "inserted after line 317 `return x;`": the line's text.
 		verb, anchor, quoted = head[:j], head[j+1:], true

@@ -10,15 +10,15 @@ import (
 // a pattern what the changes were.
 func TestUndoneCount(t *testing.T) {
 	f := &fileState{path: "a.py", changes: []change{{id: "m0077", what: "`x` → `y`"}}}
-	debug := undo{id: "m0063", what: "deleted the line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted a"}, {id: "m0049", what: "inserted b"}}}
-	sys := undo{id: "m0063", what: "deleted the line matching `import sys`", changes: []change{{id: "m0051", what: "inserted c"}}}
+	debug := undo{id: "m0063", what: "deleted each line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted a"}, {id: "m0049", what: "inserted b"}}}
+	sys := undo{id: "m0063", what: "deleted each line matching `import sys`", changes: []change{{id: "m0051", what: "inserted c"}}}
 	checkout := undo{id: "m0075", what: "reverted with git checkout", changes: []change{{id: "m0069", what: "rewritten"}}}
 	reverse := undo{id: "m0071", what: "the reverse edit", changes: []change{{id: "m0070", what: "`a` → `b`"}}}
 	for _, tc := range []struct {
 		undos []undo
 		want  string
 	}{
-		{[]undo{debug, sys, checkout}, "`x` → `y` [m0077]; earlier, 3 added lines matching `DEBUG` or `import sys` deleted again [m0063], 1 change undone by git checkout [m0075]"},
+		{[]undo{debug, sys, checkout}, "`x` → `y` [m0077]; earlier, 3 insertions matching `DEBUG` or `import sys` deleted again [m0063], 1 change undone by git checkout [m0075]"},
 		{[]undo{checkout}, "`x` → `y` [m0077]; 1 earlier change undone by git checkout [m0075]"},
 		{[]undo{reverse}, "`x` → `y` [m0077]; 1 earlier change undone [m0071]"},
 		{[]undo{reverse, checkout}, "`x` → `y` [m0077]; earlier, 1 change undone [m0071], 1 change undone by git checkout [m0075]"},
@@ -38,7 +38,7 @@ func TestUndoneCount(t *testing.T) {
 	// counted as at the least detail, not cut off (the git checkout last).
 	long := strings.Repeat("x", 100)
 	f.changes = []change{{id: "m0077", what: "`" + long + "` → `y`"}}
-	many := undo{id: "m0063", what: "deleted the line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted " + long}, {id: "m0049", what: "inserted " + long}}}
+	many := undo{id: "m0063", what: "deleted each line matching `DEBUG`", changes: []change{{id: "m0045", what: "inserted " + long}, {id: "m0049", what: "inserted " + long}}}
 	f.undone = []undo{many, sys, checkout}
 	if got := fileText(f, levelShort, false); !strings.Contains(got, "1 change undone by git checkout [m0075]") || strings.HasSuffix(got, "…") {
 		t.Errorf("short level: %q", got)

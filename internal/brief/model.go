@@ -123,7 +123,7 @@ func inverseChanges(changes []change, what string) []int {
 		return substitutionRe.FindStringSubmatch(t)
 	}
 	var d []string
-	if strings.HasPrefix(what, "deleted the line matching ") {
+	if strings.HasPrefix(what, "deleted each line matching ") {
 		d = deletedMatchRe.FindStringSubmatch(what)
 	}
 	if d != nil {
@@ -161,7 +161,7 @@ func inverseChanges(changes []change, what string) []int {
 // deletion of the lines a pattern matches, as sedLines writes them.
 var (
 	insertedLineRe = regexp.MustCompile("^inserted (?:before|after) [^`]*?(?:`[^`]*`[^`]*?)?: `([^`]+)`$")
-	deletedMatchRe = regexp.MustCompile("^deleted the line matching `([^`]+)`$")
+	deletedMatchRe = regexp.MustCompile("^deleted each line matching `([^`]+)`$")
 )
 
 // runAfter reports whether a failed line ran something after op: "cat >
@@ -1208,7 +1208,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		if is := inverseChanges(f.changes, op.what); len(is) > 0 {
 			// s/"auth"/auth/ after s/auth/"auth"/: the file is as it was.
 			u := undo{id: s.id(), what: "the reverse edit"}
-			if strings.HasPrefix(op.what, "deleted the line matching ") {
+			if strings.HasPrefix(op.what, "deleted each line matching ") {
 				u.what = op.what // sed '/DEBUG/d': the pattern says what went
 			}
 			for k := len(is) - 1; k >= 0; k-- {

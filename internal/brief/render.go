@@ -768,13 +768,15 @@ func undoneCount(undos []undo) string {
 		g := groups[0]
 		return plural(n, "earlier change") + " undone" + by(g.how) + " [" + g.id + "]"
 	case len(groups) <= 3:
-		// Each told as a fact of its own: "4 added lines matching `DEBUG`
+		// Each told as a fact of its own: "4 insertions matching `DEBUG`
 		// deleted again [m0063], 3 changes undone by git checkout [m0075]"
-		// (a count followed by its ways read as a code to decode).
+		// (a count followed by its ways read as a code to decode). What is
+		// counted is insertions, not lines: one may add a block, or a line
+		// after each line a pattern matches.
 		parts := make([]string, len(groups))
 		for i, g := range groups {
 			if p, ok := strings.CutPrefix(g.how, "deleting the lines matching "); ok {
-				parts[i] = plural(g.n, "added line") + " matching " + p + " deleted again [" + g.id + "]"
+				parts[i] = plural(g.n, "insertion") + " matching " + p + " deleted again [" + g.id + "]"
 				continue
 			}
 			parts[i] = plural(g.n, "change") + " undone" + by(g.how) + " [" + g.id + "]"
@@ -795,7 +797,7 @@ func undoHow(what string) string {
 	if v, ok := strings.CutPrefix(what, "reverted with "); ok {
 		return v
 	}
-	if p, ok := strings.CutPrefix(what, "deleted the line matching "); ok {
+	if p, ok := strings.CutPrefix(what, "deleted each line matching "); ok {
 		return "deleting the lines matching " + p
 	}
 	return ""
