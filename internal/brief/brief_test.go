@@ -470,7 +470,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("Again.", "python run.py", rc(0, "ok"))
 			},
 			budget: 900,
-			wanted: []string{"(at /testbed/constraints.py line 135) [m0003]: resolved [m0007] after changing constraints.py [m0005]",
+			wanted: []string{"(at /testbed/constraints.py line 135) [m0003]: resolved [m0007] (that run failed otherwise) after changing constraints.py [m0005]",
 				"(at /testbed/constraints.py line 144) [m0007]: resolved [m0011] after changing constraints.py [m0009]"},
 		},
 		{
@@ -818,7 +818,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("Again.", "python3 test_requests.py", trace("models.py", "12", "SyntaxError: invalid syntax"))
 			},
 			budget: 1500,
-			wanted: []string{"'MutableMapping' (at /testbed/requests/cookies.py line 136 in <module>) [m0003]: resolved [m0007] after changing requests/cookies.py [m0005]",
+			wanted: []string{"'MutableMapping' (at /testbed/requests/cookies.py line 136 in <module>) [m0003]: resolved [m0007] (that run failed otherwise) after changing requests/cookies.py [m0005]",
 				"'Callable' (at /testbed/requests/models.py line 9 in <module>) [m0007]: unresolved"}, // the syntax error stops the run before it
 			unwanted: []string{"s/collections.Callable/Callable"},
 		},
@@ -830,7 +830,7 @@ func TestHandOffRules(t *testing.T) {
 					bash("Again.", "python -m pytest tests/test_collection.py", rc(1, "FAILED tests/test_collection.py::test_symlinks - Failed: nomatch\n===== 1 failed, 70 passed in 2.0s ====="))
 			},
 			budget: 1500,
-			wanted: []string{"[m0003]: resolved [m0007] after changing src/main.py [m0005]", "[m0007]: unresolved"},
+			wanted: []string{"[m0003]: resolved [m0007] (that run failed otherwise) after changing src/main.py [m0005]", "[m0007]: unresolved"},
 		},
 		{
 			name: "a side command's error from two lines is one error",
@@ -1071,10 +1071,10 @@ func TestHandOffRules(t *testing.T) {
 					bash("", "pytest tests/test_c.py", rc(0, "===== 45 passed in 1.2s ====="))
 			},
 			budget: 900,
-			wanted: []string{"No module named pytest [m0003]: resolved [m0007] with another command: pytest tests/test_b.py",
+			wanted: []string{"No module named pytest [m0003]: resolved [m0007] (that run failed otherwise) with another command: pytest tests/test_b.py",
 				"tests/test_b.py [m0007]: resolved [m0009]",
 				"pip install pytest → Requirement already satisfied"},
-			unwanted: []string{"still failing", "after pip install"},
+			unwanted: []string{"still failing", "after pip install", "resolved [m0009] (that run failed otherwise)"},
 		},
 		{
 			name: "a test file run that reports no tests does not resolve a test run that could not start",

@@ -1404,8 +1404,14 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			status = "unresolved; reading it [" + e.lastFailed.lastID() + "], the agent judged it unrelated to its change"
 		}
 		p := 7 + 2*recency(e.n)
+		resolved := "resolved [" + e.resolved + "]"
+		if e.resolvedBy != nil && e.resolvedBy.failed {
+			// Got past by a run that failed with another error: "resolved"
+			// alone reads as a run that worked.
+			resolved += " (that run failed otherwise)"
+		}
 		if !e.open() {
-			status = "resolved [" + e.resolved + "] " + e.fix
+			status = resolved + " " + e.fix
 			p -= 1 // what fixed it saves trying the same again
 		}
 		hollow := ""
@@ -1458,7 +1464,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			case hollow != "":
 				short = hollow
 			case !e.open():
-				short = clip("resolved ["+e.resolved+"] "+e.fix, 90)
+				short = clip(resolved+" "+e.fix, 90)
 			}
 			t[levelMin] = "- " + clip(line, 90) + " " + ids + ": " + short
 		})
