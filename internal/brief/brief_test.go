@@ -1511,6 +1511,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"not run, tested or sent"},
 		},
 		{
+			name: "a line that rewrote a script and ran it keeps its run's result when a later run is the file's last",
+			build: func(b *spanBuilder) {
+				b.bash("Reproduce near midnight.", "cat <<'EOF' > repro.py\nprint('Exists:', check(23, 50))\nEOF\npython3 repro.py", rc(0, "Exists: False\nFAILURE: Query returned False")).
+					bash("Patch the backend.", "sed -i 's/tz = utc/tz = db_tz/' django/db/backends/sqlite3/base.py", rc(0, "")).
+					bash("Run it again.", "python3 repro.py", rc(0, "Exists: True\nSUCCESS: Query returned True"))
+			},
+			budget: 900,
+			wanted: []string{"[m0003] write repro.py (1 line, here-document) → Exists: False | FAILURE: Query returned False",
+				"last run [m0007] → the last check, in STATE"},
+		},
+		{
 			name: "a build log's banner and progress are not its result; the file shown last is",
 			build: func(b *spanBuilder) {
 				b.bash("Build.", "cd repro && sphinx-build -b text . _build/text && cat _build/text/index.txt",

@@ -351,7 +351,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		}
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
-		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, changeSteps(m, f)...)}
+		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, toldChanges(f, changeSteps(m, f))...)}
 		// (The last run's result is read only for the last check: a warm
 		// Write does not read every script's output again.)
 		runInState := m.isCheck(f.lastRun) && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
@@ -492,6 +492,26 @@ var editorMarkRe = regexp.MustCompile(`^\((?:this is the (?:beginning|end) of th
 // write, a revert, a delete) and succeeded.
 func changeSteps(m *model, f *fileState) []*step {
 	return m.stepsOnBy(f, &f.onlyChanged, changedOnly)
+}
+
+// toldChanges are the steps that changed f whose line f's line is: not
+// a line that wrote the file and then ran something with output, other
+// than its last run ("cat > repro.py <<EOF … EOF; python repro.py" →
+// "FAILURE: …"), whose result f's line does not tell.
+func toldChanges(f *fileState, steps []*step) []*step {
+	out := steps
+	for i, s := range steps {
+		if s.f.call.ranAfterChange && !s.f.out.empty && s != f.lastRun {
+			if len(out) == len(steps) {
+				out = slices.Clone(steps[:i]) // steps is a memo's: not written
+			}
+			continue
+		}
+		if len(out) != len(steps) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // changedOnly filters the steps on one file for changeSteps.

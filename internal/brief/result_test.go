@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,26 @@ func TestOutlineConstants(t *testing.T) {
 	want := "sets FLAG = b'HTB{--REDACTED--}', self.bit_size = 1024, self.e = 5; defines class TimeCapsule (l.8), def __init__ (l.10), def _get_new_pubkey (l.15)"
 	if got := outline(lines); got != want {
 		t.Errorf("outline:\n got %q\nwant %q", got, want)
+	}
+}
+
+// A short output told at the least detail keeps the conclusion it ends
+// with after the cut (mini-swe-agent-3's "FAILURE: Query returned False"
+// was cut away behind three lines of debug prints).
+func TestShortOutputKeepsVerdict(t *testing.T) {
+	lines := []string{
+		"Stored value in DB: 2017-07-06 23:50:00",
+		"DEBUG: dt=2017-07-06 23:50:00, tzname=Europe/Paris",
+		"DEBUG: typecasted dt=2017-07-06 23:50:00+00:00, naive=False",
+		"Exists: False",
+		"FAILURE: Query returned False",
+	}
+	s := &step{f: &stepFacts{out: output{body: strings.Join(lines, "\n"), short: lines, lines: lines}}}
+	got := outputText(s, levelMin)
+	if !strings.HasPrefix(got, "Stored value in DB") || !strings.HasSuffix(got, "… FAILURE: Query returned False") || len(got) > 120+len("…") {
+		t.Errorf("least detail: %q", got)
+	}
+	if full := outputText(s, levelFull); full != strings.Join(lines, " | ") {
+		t.Errorf("full detail: %q, want the output whole", full)
 	}
 }
