@@ -2153,6 +2153,23 @@ func TestOneFileSearch(t *testing.T) {
 	mustNotContain(t, d.Text, "in 2+ files")
 }
 
+// A search's hits are counted in the files they are in, all of them (not
+// those of the first hits kept: "118 hits in 21+ files" were in 59); a
+// find's are paths.
+func TestSearchCountsFiles(t *testing.T) {
+	var out []string
+	for i := range 45 {
+		out = append(out, fmt.Sprintf("sphinx/locale/l%02d/sphinx.po:msgid \"alias of %%s\"", i%30))
+	}
+	var b spanBuilder
+	b.bash("", `grep -r "alias of" sphinx`, rc(0, strings.Join(out, "\n"))).
+		bash("", "find django/db/backends -name operations.py", rc(0, "django/db/backends/sqlite3/operations.py\ndjango/db/backends/postgresql/operations.py\ndjango/db/backends/mysql/operations.py\ndjango/db/backends/base/operations.py\ndjango/db/backends/oracle/operations.py"))
+	d := write(t, b.msgs, 900)
+	mustContain(t, d.Text, "45 hits in 30 files")
+	mustContain(t, d.Text, "find django/db/backends -name operations.py → 5 paths: django/db/backends/sqlite3/operations.py")
+	mustNotContain(t, d.Text, "+ files")
+}
+
 // A harness reminder quoted by an earlier briefing, in its own section or
 // (older briefings) among the user's lines, is quoted once when it comes
 // again.

@@ -451,8 +451,17 @@ func searchText(s *step, level int) string {
 	}
 	files := hitFiles(hits)
 	t := strconv.Itoa(n) + " hits"
-	if len(files) > 1 {
-		t += " in " + strconv.Itoa(len(files)) + "+ files"
+	switch {
+	case len(files) == len(hits) && !slices.ContainsFunc(hits, func(h string) bool { return strings.Contains(h, ":") }):
+		t = plural(n, "path") // find, grep -l: each hit is a path
+	case len(files) > 1:
+		// Counted over every hit; a lower bound ("21+ files") only where
+		// the output was elided.
+		t += " in " + strconv.Itoa(hitFileCount(s.f.out.lines))
+		if slices.ContainsFunc(s.f.out.lines, func(l string) bool { return strings.TrimSpace(l) == "[…]" }) {
+			t += "+"
+		}
+		t += " files"
 	}
 	if level == levelMin {
 		if len(files) > 0 {
@@ -490,17 +499,38 @@ func hitLines(hits []string) []string {
 }
 
 // hitFiles lists the distinct files of search hits, in order.
+// hitFileCount counts the files a search's hits are in, over all its
+// output lines (searchHits keeps the first 40 hits).
+func hitFileCount(lines []string) int {
+	seen := map[string]bool{}
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); isHit(t) {
+			if p := hitPath(t); p != "" {
+				seen[p] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// hitPath is the file a hit line names before its first colon, or "".
+func hitPath(h string) string {
+	p := h
+	if i := strings.IndexByte(h, ':'); i > 0 {
+		p = h[:i]
+	}
+	if strings.ContainsAny(p, " \t") || isNumber(p) {
+		return ""
+	}
+	return p
+}
+
 func hitFiles(hits []string) []string {
 	var out []string
 	for _, h := range hits {
-		p := h
-		if i := strings.IndexByte(h, ':'); i > 0 {
-			p = h[:i]
+		if p := hitPath(h); p != "" {
+			out = appendNew(out, p)
 		}
-		if strings.ContainsAny(p, " \t") || isNumber(p) {
-			continue
-		}
-		out = appendNew(out, p)
 	}
 	return out
 }

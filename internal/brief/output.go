@@ -741,9 +741,7 @@ func binaryMatches(lines []string) []string {
 func searchHits(lines []string) (hits []string, n int) {
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
-		if t == "" || t == "[…]" || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
-			strings.HasPrefix(t, "find:") || strings.HasPrefix(t, "Found ") || strings.HasPrefix(t, "End of matches") ||
-			strings.HasPrefix(t, "No matches found") {
+		if !isHit(t) {
 			continue
 		}
 		n++
@@ -752,6 +750,14 @@ func searchHits(lines []string) (hits []string, n int) {
 		}
 	}
 	return hits, n
+}
+
+// isHit reports whether a search's output line (trimmed) is a hit, not
+// a tool's message or an elision.
+func isHit(t string) bool {
+	return !(t == "" || t == "[…]" || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
+		strings.HasPrefix(t, "find:") || strings.HasPrefix(t, "Found ") || strings.HasPrefix(t, "End of matches") ||
+		strings.HasPrefix(t, "No matches found"))
 }
 
 // headOf returns at most n bytes of s from its start, cut on a rune boundary.
