@@ -1295,7 +1295,7 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"`case A:"},
 		},
 		{
-			name: "the refusals of edits of one file are one error line, with every refusal counted",
+			name: "the refusals of edits of one file are one error line, with every refusal counted and another kind of refusal told",
 			build: func(b *spanBuilder) {
 				b.step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case A:", "new_str": "x"}`,
 					"ERROR:\nNo replacement was performed, old_str `case A:` did not appear verbatim in /w/src/match.c.").
@@ -1305,9 +1305,25 @@ func TestHandOffRules(t *testing.T) {
 						"ERROR:\nNo replacement was performed, old_str `case B:` did not appear verbatim in /w/src/match.c.")
 			},
 			budget: 900,
-			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003, m0005, m0007] (3 refused edits of the file; the last refusal shown): unresolved",
+			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003, m0005, m0007] (3 refused edits of the file; the last refusal shown; " +
+				"another refused otherwise: [m0005] No replacement was performed. Multiple occurrences of old_str `return t;` in lines [17, 49]. Please ensure it is unique.): unresolved",
 				"its edit was refused at [m0007] (3 tries)"},
-			unwanted: []string{"Multiple occurrences"},
+		},
+		{
+			name: "refusals of one kind, quoting other text or giving other lines, tell no other kind",
+			build: func(b *spanBuilder) {
+				b.step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case A:", "new_str": "x"}`,
+					"ERROR:\nNo replacement was performed, old_str `case A:` did not appear verbatim in /w/src/match.c.").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case B:", "new_str": "x"}`,
+						"ERROR:\nNo replacement was performed, old_str `case B:` did not appear verbatim in /w/src/match.c.").
+					step("Edit the app.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/App.tsx", "old_str": "a", "new_str": "b("}`,
+						"ERROR:\nedit rejected: new syntax error(s) /w/src/App.tsx:15").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/App.tsx", "old_str": "c", "new_str": "d("}`,
+						"ERROR:\nedit rejected: new syntax error(s) /w/src/App.tsx:22")
+			},
+			budget:   900,
+			wanted:   []string{"(2 refused edits of the file; the last refusal shown): unresolved"},
+			unwanted: []string{"refused otherwise"},
 		},
 		{
 			name: "a refused edit after one that landed is told as after that change, not as the file's last edit",

@@ -598,6 +598,33 @@ func (m *model) refusals(f string) (ids []string, newest *errState) {
 	return ids, newest
 }
 
+// otherRefusal tells the newest open refusal of an edit of f whose reason
+// differs from newest's, with its id ("[m0031] Multiple occurrences of
+// old_str `return pattern_type;` in lines [317, 449]…"), or "": told
+// with the newest refusal alone, a text that occurs twice reads as one
+// that did not occur.
+func (m *model) otherRefusal(f string, newest *errState) string {
+	var other *errState
+	for _, e := range m.errors {
+		if e != newest && e.failedEdit() == f && e.open() && refusalKind(e.line) != refusalKind(newest.line) && (other == nil || e.n >= other.n) {
+			other = e
+		}
+	}
+	if other == nil {
+		return ""
+	}
+	return "[" + other.ids[len(other.ids)-1] + "] " + clip(errorText(other.line), 140)
+}
+
+// refusalKind is a refusal's message without what it quotes or the
+// numbers it gives (a line, a count): "did not appear verbatim" at any
+// text, "new syntax error(s) App.tsx:15" at any line.
+func refusalKind(line string) string {
+	return digitsRe.ReplaceAllString(attemptShape(line), "#")
+}
+
+var digitsRe = regexp.MustCompile(`\d+`)
+
 // open reports whether an error is still open: nothing resolved it, or
 // the agent itself said the step that did misfired (an edit that went
 // through but landed in the wrong place leaves the cause in place). It is

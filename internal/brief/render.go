@@ -1394,7 +1394,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		// The open refusals of edits of one file are one line: the newest,
 		// with every refusal's id. Each told alone repeats what NEXT and
 		// STATE say of the file, with old texts no longer tried.
-		eids, tries := e.ids, 0
+		eids, tries, also := e.ids, 0, ""
 		if f := e.failedEdit(); f != "" && e.open() {
 			all, newest := m.refusals(f)
 			if newest != e {
@@ -1402,6 +1402,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			}
 			if len(all) > len(e.ids) {
 				eids, tries = all, len(all)
+				also = m.otherRefusal(f, e)
 			}
 		}
 		ids := "[" + strings.Join(headLines(eids, 3), ", ") + "]"
@@ -1409,6 +1410,8 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			ids = "[" + eids[0] + " … " + eids[len(eids)-1] + ", " + strconv.Itoa(len(eids)) + "×]"
 		}
 		switch {
+		case tries > 0 && also != "":
+			ids += " (" + strconv.Itoa(tries) + " refused edits of the file; the last refusal shown; another refused otherwise: " + also + ")"
 		case tries > 0:
 			ids += " (" + strconv.Itoa(tries) + " refused edits of the file; the last refusal shown)"
 		case e.reworded:
