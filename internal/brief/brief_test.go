@@ -1301,13 +1301,15 @@ func TestHandOffRules(t *testing.T) {
 					"ERROR:\nNo replacement was performed, old_str `case A:` did not appear verbatim in /w/src/match.c.").
 					step("Make it unique.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "return t;", "new_str": "x"}`,
 						"ERROR:\nNo replacement was performed. Multiple occurrences of old_str `return t;` in lines [17, 49]. Please ensure it is unique.").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "new_str": "x"}`,
+						"ERROR:\nParameter `old_str` is required for command: str_replace.").
 					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case B:", "new_str": "x"}`,
 						"ERROR:\nNo replacement was performed, old_str `case B:` did not appear verbatim in /w/src/match.c.")
 			},
 			budget: 900,
-			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003, m0005, m0007] (3 refused edits of the file; the last refusal shown; " +
+			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003 … m0009, 4×] (4 refused edits of the file; the last refusal shown; " +
 				"another refused otherwise: [m0005] No replacement was performed. Multiple occurrences of old_str `return t;` in lines [17, 49]. Please ensure it is unique.): unresolved",
-				"its edit was refused at [m0007] (3 tries)"},
+				"its edit was refused at [m0009] (4 tries)"},
 		},
 		{
 			name: "refusals of one kind, quoting other text or giving other lines, tell no other kind",

@@ -599,14 +599,17 @@ func (m *model) refusals(f string) (ids []string, newest *errState) {
 }
 
 // otherRefusal tells the newest open refusal of an edit of f whose reason
-// differs from newest's, with its id ("[m0031] Multiple occurrences of
-// old_str `return pattern_type;` in lines [317, 449]…"), or "": told
-// with the newest refusal alone, a text that occurs twice reads as one
-// that did not occur.
+// differs from newest's and which says where in the file, with its id
+// ("[m0031] Multiple occurrences of old_str `return pattern_type;` in
+// lines [317, 449]…"), or "": told with the newest refusal alone, a text
+// that occurs twice reads as one that did not occur. (A call the tool
+// could not take, "Parameter `old_str` is required", says nothing of the
+// file.)
 func (m *model) otherRefusal(f string, newest *errState) string {
 	var other *errState
 	for _, e := range m.errors {
-		if e != newest && e.failedEdit() == f && e.open() && refusalKind(e.line) != refusalKind(newest.line) && (other == nil || e.n >= other.n) {
+		if e != newest && e.failedEdit() == f && e.open() && strings.Contains(strings.ToLower(e.line), "line") &&
+			refusalKind(e.line) != refusalKind(newest.line) && (other == nil || e.n >= other.n) {
 			other = e
 		}
 	}
