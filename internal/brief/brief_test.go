@@ -1519,6 +1519,14 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"inserted before each line matching `if \".\" in name:`: `if not name: ⏎ raise ValueError(\"'name' may not be empty.\")`"},
 		},
 		{
+			name: "a sed range deletion between two patterns says it deletes every such range, to the end when no end follows",
+			build: func(b *spanBuilder) {
+				b.bash("Take the fix out.", `sed -i '/if call.when == "call":/,/item._store\[xfailed_key\] =/d' src/_pytest/skipping.py`, rc(0, ""))
+			},
+			budget: 600,
+			wanted: []string{"deleted from each line matching `if call.when == \"call\":` through the next matching `item._store\\[xfailed_key\\] =` (or to the file's end) [m0003]"},
+		},
+		{
 			name: "a line that writes a script and runs it: the run's output is the result",
 			build: func(b *spanBuilder) {
 				b.bash("Check it.", "cat <<'EOF' > check.py\nimport numpy as np\nprint(np.iinfo(np.int8).max)\nEOF\npython check.py", rc(0, "127")).

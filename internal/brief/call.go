@@ -1349,7 +1349,9 @@ var (
 	sedAddr    = `(?:\d+|\$|/(?:[^/\\]|\\.)*/)`
 	sedTextCmd = regexp.MustCompile(`(?s)^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*([iac])\s*\\?\s*(.*?)\s*$`)
 	sedDelete  = regexp.MustCompile(`^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*d\s*$`)
-	sedEscapes = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\x27`, "'", `\x22`, `"`, `\\`, `\`)
+	// sedPatternRange is an address from a pattern to a pattern.
+	sedPatternRange = regexp.MustCompile(`^/((?:[^/\\]|\\.)*)/,/((?:[^/\\]|\\.)*)/$`)
+	sedEscapes      = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\x27`, "'", `\x22`, `"`, `\\`, `\`)
 )
 
 // sedLines describes a sed script that inserts, appends, replaces or
@@ -1357,6 +1359,11 @@ var (
 // "351a …", "10,12d"), as an editor's change is described.
 func sedLines(script string) (string, bool) {
 	if m := sedDelete.FindStringSubmatch(script); m != nil {
+		if r := sedPatternRange.FindStringSubmatch(m[1]); r != nil {
+			// sed deletes every such range, and a start matched again
+			// with no end after it runs to the end of the file.
+			return "deleted from each line matching " + quoteCode(r[1], 60) + " through the next matching " + quoteCode(r[2], 60) + " (or to the file's end)", true
+		}
 		return "deleted " + sedWhere(m[1]), true
 	}
 	m := sedTextCmd.FindStringSubmatch(script)
