@@ -163,6 +163,8 @@ type layout struct {
 	// every item in print order (printOrder).
 	byPrio []*item
 	sorted []*item
+	// grouped are the items of tables (rows and headers), for finish.
+	grouped []*item
 	// left counts what the last choice left out (omittedText).
 	left leftOut
 	// memo keeps the sections' texts and counts (see pieces.go);
@@ -2127,17 +2129,18 @@ func (l *layout) choose(scale float64) {
 			it.level = levelShort
 		}
 	}
-	opt := make([]*item, 0, len(l.items))
-	for _, it := range l.items {
-		if !it.must && it.sec != secIndex && it.sec != secOmitted {
-			opt = append(opt, it)
+	if l.byPrio == nil {
+		// The same order at every scale: gathered and sorted once.
+		opt := make([]*item, 0, len(l.items))
+		for _, it := range l.items {
+			if !it.must && it.sec != secIndex && it.sec != secOmitted {
+				opt = append(opt, it)
+			}
 		}
-	}
-	if len(l.byPrio) != len(opt) {
 		sortByPrio(opt)
-		l.byPrio = opt // the same order at every scale
+		l.byPrio = opt
 	}
-	opt = l.byPrio
+	opt := l.byPrio
 	reserve := math.Min(l.indexShare*float64(l.budget), l.indexNeed*scale)
 	// Pass 1: every item at its least detail, by priority.
 	for _, it := range opt {
@@ -2196,13 +2199,21 @@ func (l *layout) choose(scale float64) {
 // index in the room left (free, in estimated tokens) and the left-out line
 // (lastIndex, lastOmitted).
 func (l *layout) finish(free, scale float64) {
+	if l.grouped == nil {
+		l.grouped = []*item{} // the table rows and headers, found once
+		for _, it := range l.items {
+			if it.group != "" || it.header {
+				l.grouped = append(l.grouped, it)
+			}
+		}
+	}
 	shownRows := map[string]bool{}
-	for _, it := range l.items {
+	for _, it := range l.grouped {
 		if it.group != "" && !it.header && it.level >= 0 {
 			shownRows[it.group] = true
 		}
 	}
-	for _, it := range l.items {
+	for _, it := range l.grouped {
 		if it.header && !shownRows[it.group] {
 			it.level = -1
 		}
