@@ -159,7 +159,9 @@ func TestHandOffRules(t *testing.T) {
 			budget: 1500,
 			wanted: []string{"- [m0005] pytest -rsx repro.py → exit 1: TypeError: object of type 'ExceptionChainRepr' has no len() (at /testbed/src/terminal.py line 1251 in _folded_skips)",
 				"- [m0009] pytest -rsx repro.py → exit 1: the same error as [m0005]: TypeError: object of type 'ExceptionChainRepr' has no len()",
-				"- [m0019] pytest -rsx repro.py → the last check, in STATE (at /testbed/constraints.py line 144)"},
+				"- [m0019] pytest -rsx repro.py → the last check, in STATE (at /testbed/constraints.py line 144)",
+				// ERRORS gives where it is raised now, below the debug print.
+				"has no len() (at /testbed/src/terminal.py line 1252 in _folded_skips) [m0005, m0009]"},
 			unwanted: []string{"the same error as [m0013]"},
 		},
 		{
@@ -1525,6 +1527,19 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 600,
 			wanted: []string{"deleted from each line matching `if call.when == \"call\":` through the next matching `item._store\\[xfailed_key\\] =` (or to the file's end) [m0003]"},
+		},
+		{
+			name: "a view of a changed file between changes its line counts in a range is not told by that range",
+			build: func(b *spanBuilder) {
+				b.bash("Try one.", "sed -i 's/a = 1/a = 2/' app.py", rc(0, "")).
+					bash("Look.", "nl -ba app.py | sed -n '1,5p'", rc(0, "     1\ta = 2\n     2\tb = 3")).
+					bash("Try two.", "sed -i 's/b = 3/b = 4/' app.py", rc(0, "")).
+					bash("Try three.", "sed -i 's/c = 5/c = 6/' app.py", rc(0, "")).
+					bash("Start over.", "git checkout app.py", rc(0, "Updated 1 path from the index")).
+					bash("The fix.", "sed -i 's/d = 7/d = 8/' app.py", rc(0, ""))
+			},
+			budget: 900,
+			wanted: []string{"3 changes [m0003–m0009] undone by git checkout [m0011]", "LEFT OUT FOR SIZE: 1 file view at m0005"},
 		},
 		{
 			name: "a line that writes a script and runs it: the run's output is the result",

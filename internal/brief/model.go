@@ -1541,10 +1541,13 @@ func (m *model) trackError(s *step) {
 		if e.line == line && (e.key == key || sideCommandRe.MatchString(line)) && e.resolved == "" {
 			if o.errLine != "" && o.tests == "" && samePlace(o.errAt, e.first.f.out.errAt) {
 				s.sameErr = e.first
-			} else if inFunction(o.errAt) && inFunction(e.at) && !samePlace(o.errAt, e.at) {
-				// Raised in another function (save, after parse): where
-				// it is now. (A syntax error pushed down by lines inserted
-				// above it keeps its first place.)
+			}
+			if inFunction(o.errAt) && inFunction(e.at) && o.errAt != e.at {
+				// Where it is raised now: in another function (save, after
+				// parse), or in the same one further down, below lines
+				// inserted above it (debug prints): the line to open. (A
+				// syntax error pushed down by lines inserted above it keeps
+				// its first place.)
 				e.at = o.errAt
 			}
 			e.ids = append(e.ids, s.id())

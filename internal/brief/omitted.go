@@ -108,7 +108,9 @@ func (it *item) unsaidAt(level int) []*step {
 					if !read {
 						ranges, read = idRanges(t), true
 					}
-					if !inRanges(ranges, id) {
+					// A file's line writes ranges of its changes ("4 changes
+					// [m0059–m0069] undone"): a view between them is not one.
+					if !inRanges(ranges, id) || it.sec == secFiles && !s.f.call.kind.changes() {
 						it.unsaid[level] = append(it.unsaid[level], s)
 					}
 				}

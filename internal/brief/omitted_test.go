@@ -69,9 +69,14 @@ func referenceOmitted(l *layout) string {
 			continue
 		}
 		if it.level >= 0 {
-			// A shown item leaves out the steps its text does not name.
+			// A shown item leaves out the steps its text does not name (a
+			// file's line, a view by its own id: its ranges are changes).
 			for _, s := range it.steps {
-				if !namedIDs(it.texts[it.level]).has(s.id()) {
+				named := namedIDs(it.texts[it.level]).has(s.id())
+				if it.sec == secFiles && !s.f.call.kind.changes() {
+					named = namesID(it.texts[it.level], s.id())
+				}
+				if !named {
 					leftAt[s.n]++
 					nLeft++
 				}
