@@ -1310,7 +1310,7 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 900,
 			wanted: []string{"old_str `case B:` did not appear verbatim in /w/src/match.c. [m0003 … m0009, 4×] (4 refused edits of the file; the last refusal shown; " +
-				"another refused otherwise: [m0005] No replacement was performed. Multiple occurrences of old_str `return t;` in lines [17, 49]. Please ensure it is unique.): unresolved",
+				"one of them, [m0005], refused otherwise: No replacement was performed. Multiple occurrences of old_str `return t;` in lines [17, 49]. Please ensure it is unique.): unresolved",
 				"its edit was refused at [m0009] (4 tries)"},
 		},
 		{

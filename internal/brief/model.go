@@ -600,8 +600,8 @@ func (m *model) refusals(f string) (ids []string, newest *errState) {
 
 // otherRefusal tells the newest open refusal of an edit of f whose reason
 // differs from newest's and which says where in the file, with its id
-// ("[m0031] Multiple occurrences of old_str `return pattern_type;` in
-// lines [317, 449]…"), or "": told with the newest refusal alone, a text
+// ("one of them, [m0031], refused otherwise: Multiple occurrences of
+// old_str `return pattern_type;` in lines [317, 449]…"), or "": told with the newest refusal alone, a text
 // that occurs twice reads as one that did not occur. (A call the tool
 // could not take, "Parameter `old_str` is required", says nothing of the
 // file.)
@@ -616,7 +616,7 @@ func (m *model) otherRefusal(f string, newest *errState) string {
 	if other == nil {
 		return ""
 	}
-	return "[" + other.ids[len(other.ids)-1] + "] " + clip(errorText(other.line), 140)
+	return "one of them, [" + other.ids[len(other.ids)-1] + "], refused otherwise: " + clip(errorText(other.line), 140)
 }
 
 // refusalKind is a refusal's message without what it quotes or the

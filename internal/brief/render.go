@@ -1413,7 +1413,7 @@ func (l *layout) buildErrors(recency func(int) float64) {
 		}
 		switch {
 		case tries > 0 && also != "":
-			ids += " (" + strconv.Itoa(tries) + " refused edits of the file; the last refusal shown; another refused otherwise: " + also + ")"
+			ids += " (" + strconv.Itoa(tries) + " refused edits of the file; the last refusal shown; " + also + ")"
 		case tries > 0:
 			ids += " (" + strconv.Itoa(tries) + " refused edits of the file; the last refusal shown)"
 		case e.reworded:
