@@ -2211,6 +2211,20 @@ func TestSearchCountsFiles(t *testing.T) {
 	mustNotContain(t, d.Text, "+ files")
 }
 
+// A few hits in several files are told with their text, by file: the
+// files' names alone said nothing of what each use does.
+func TestFewHitsByFile(t *testing.T) {
+	var b spanBuilder
+	b.bash("", `grep -r "DateFormatter" lib/matplotlib | grep "tex"`, rc(0, "grep: lib/matplotlib/__pycache__/dates.cpython-38.pyc: binary file matches\n"+
+		"lib/matplotlib/dates.py:            self._formatter = DateFormatter(fmt, self._tz, usetex=self._usetex)\n"+
+		"lib/matplotlib/dates.py:        self._usetex = (usetex if usetex is not None else mpl.rcParams['text.usetex'])\n"+
+		"lib/matplotlib/tests/test_dates.py:    formatter = mdates.AutoDateFormatter(locator, usetex=True)\n"+
+		"lib/matplotlib/tests/test_dates.py:    formatter = mdates.ConciseDateFormatter(locator, usetex=True)"))
+	d := write(t, b.msgs, 900)
+	mustContain(t, d.Text, "→ 4 hits: lib/matplotlib/dates.py: self._formatter = DateFormatter(fmt, self._tz, usetex=self._usetex) | self._usetex = "+
+		"(usetex if usetex is not None else mpl.rcParams['text.usetex']); lib/matplotlib/tests/test_dates.py: formatter = mdates.AutoDateFormatter(locator, usetex=True) | ")
+}
+
 // A harness reminder quoted by an earlier briefing, in its own section or
 // (older briefings) among the user's lines, is quoted once when it comes
 // again.

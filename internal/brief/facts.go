@@ -449,6 +449,13 @@ func searchText(s *step, level int) string {
 		}
 		return clip(stripTags(t), []int{420, 220, 120}[level])
 	}
+	if level != levelMin && n == len(hits) && n <= 6 {
+		// A few hits in several files: each with its text, by file (what
+		// each use does), where the file names alone told none of it.
+		if t := hitsByFile(hits, []int{110, 60}[level]); t != "" && len(t) <= []int{700, 320}[level] {
+			return strconv.Itoa(n) + " hits: " + stripTags(t)
+		}
+	}
 	files := hitFiles(hits)
 	t := strconv.Itoa(n) + " hits"
 	switch {
@@ -499,6 +506,29 @@ func hitLines(hits []string) []string {
 }
 
 // hitFiles lists the distinct files of search hits, in order.
+// hitsByFile writes hits ("path:text") grouped by their file, in the
+// order the files come, each text cut to max: "a.py: x = 1 | y = 2;
+// tests/test_a.py: assert x"; "" when a hit names no file.
+func hitsByFile(hits []string, max int) string {
+	var files []string
+	texts := map[string][]string{}
+	for _, h := range hits {
+		p := hitPath(h)
+		if p == "" || len(p) >= len(h) {
+			return ""
+		}
+		if _, ok := texts[p]; !ok {
+			files = append(files, p)
+		}
+		texts[p] = append(texts[p], clip(compactNumbered(h[len(p)+1:]), max))
+	}
+	parts := make([]string, len(files))
+	for i, f := range files {
+		parts[i] = f + ": " + strings.Join(texts[f], " | ")
+	}
+	return strings.Join(parts, "; ")
+}
+
 // hitFileCount counts the files a search's hits are in, over all its
 // output lines (searchHits keeps the first 40 hits).
 func hitFileCount(lines []string) int {
