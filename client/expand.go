@@ -259,8 +259,9 @@ type SearchMatch struct {
 // Search looks for query in the compacted originals of conversation conv:
 // the stored originals before the latest briefing's boundary (with
 // SearchAll, every stored original). The query is a case-insensitive
-// substring, in which "…" (where a briefing cut a text) stands for any
-// text, or with SearchRegexp a regular expression; it is matched
+// substring (read as a briefing's quote when it holds the briefing's
+// marks: "…" for any text, "⏎", "⇥" and spaces for any whitespace), or
+// with SearchRegexp a regular expression; it is matched
 // against each message's text: its content, then each tool call as
 // "name(arguments)" on a line of its own. Matches come in conversation
 // order with their message ids, which Expand takes.
@@ -348,31 +349,39 @@ func compileQuery(query string, isRegexp bool) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// literalQuery matches query as a case-insensitive substring, where "…",
-// the mark a briefing puts where it cut a text, stands for any text: a
-// value the briefing tells by its ends ("A76EDD72…DCFAC323 (256 hex
-// digits)", the count dropped) or a quote it clipped is found by what the
-// briefing shows of it.
+// literalQuery matches query as a case-insensitive substring. A query
+// that holds a briefing's marks is read as the briefing writes a quote, so
+// that what it shows of a text finds it: "…" (where it cut the text)
+// stands for any text, and a " (N hex digits)" after a value told by its
+// ends is dropped ("A76EDD72…DCFAC323 (256 hex digits)"); "⏎" and "⇥"
+// (a line break, a tab) and every run of spaces stand for any run of
+// whitespace, which the briefing collapses.
 func literalQuery(query string) (*regexp.Regexp, error) {
-	if !strings.Contains(query, cutMark) {
+	if !strings.ContainsAny(query, briefingMarks) {
 		return regexp.MustCompile("(?i)" + regexp.QuoteMeta(query)), nil
 	}
 	query = hexCount.ReplaceAllString(query, "")
 	var parts []string
 	for p := range strings.SplitSeq(query, cutMark) {
-		if p = strings.TrimSpace(p); p != "" {
-			parts = append(parts, regexp.QuoteMeta(p))
+		if words := strings.Fields(strings.NewReplacer("⏎", " ", "⇥", " ").Replace(p)); len(words) > 0 {
+			for i, w := range words {
+				words[i] = regexp.QuoteMeta(w)
+			}
+			parts = append(parts, strings.Join(words, `\s+`))
 		}
 	}
 	if len(parts) == 0 {
-		return nil, errors.New("query has no text besides " + cutMark)
+		return nil, errors.New("query has no text besides the briefing's marks (" + briefingMarks + ")")
 	}
 	return regexp.MustCompile("(?is)" + strings.Join(parts, ".*?")), nil
 }
 
-// cutMark is what a briefing shows where it cut a text; in a literal
-// query it stands for any text.
-const cutMark = "…"
+// cutMark is what a briefing shows where it cut a text; briefingMarks are
+// it and the marks of a line break and a tab in the code it quotes.
+const (
+	cutMark       = "…"
+	briefingMarks = "…⏎⇥"
+)
 
 // hexCount is the length a briefing gives after a hex value told by its
 // ends: "A76EDD72…DCFAC323 (256 hex digits)".

@@ -222,6 +222,7 @@ func TestSearch(t *testing.T) {
 	h := longConversation(6)
 	h[4].Content = briefd.Text("Found the bug in parser.go: an off-by-one.")
 	h[2].Content = briefd.Text("key 0123abcd00112233445566778899AABB89abcdef")
+	h[6].Content = briefd.Text("def f():\n\treturn  compute(x,\n        y)")
 	publishTurns(t, c, "conv", h)
 
 	if _, err := c.Search(t.Context(), "conv", "parser"); !errors.Is(err, client.ErrNoBriefing) {
@@ -256,7 +257,10 @@ func TestSearch(t *testing.T) {
 	// "…" stands for what a briefing cut: a long value told by its ends,
 	// its length dropped, or a clipped quote.
 	for q, want := range map[string]int{"Found the…off-by-one": 1, "found THE bug … parser.go:  …": 1,
-		"0123ABCD…89ABCDEF (24 hex digits)": 1, "Found…t0": 0, "0123ABCD…ffff": 0} {
+		"0123ABCD…89ABCDEF (24 hex digits)": 1, "Found…t0": 0, "0123ABCD…ffff": 0,
+		// The briefing collapses whitespace and marks line breaks and tabs;
+		// a query without its marks is a plain substring.
+		"return compute(x, y)…": 1, "def f(): ⏎ ⇥ return compute(x, ⏎ y)": 1, "return compute(x, y)": 0} {
 		res, err = c.Search(t.Context(), "conv", q)
 		if err != nil || len(res.Matches) != want {
 			t.Errorf("Search(%q) = %+v, %v; want %d matches", q, res, err, want)

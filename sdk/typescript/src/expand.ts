@@ -236,24 +236,62 @@ const matchLoop = `
   return out;
 })()`;
 
-/** What a briefing shows where it cut a text; in a literal query it stands for any text. */
+/** What a briefing shows where it cut a text, and its marks of a line break and a tab in quoted code. */
 const cutMark = "…";
+const briefingMarks = /[…⏎⇥]/u;
 
 /**
- * literalQuery matches query as a case-insensitive substring in which "…" stands for any text, a
- * " (N hex digits)" after it dropped: a value a briefing tells by its ends ("A76EDD72…DCFAC323 (256 hex
- * digits)") or a quote it clipped is found by what the briefing shows of it. As the Go client's.
+ * quoteParts reads a literal query that holds a briefing's marks as the briefing writes a quote, as the Go
+ * client does: "…" (where it cut the text) stands for any text, a " (N hex digits)" after a value told by
+ * its ends is dropped ("A76EDD72…DCFAC323 (256 hex digits)"), and "⏎", "⇥" and every run of spaces stand for
+ * any run of whitespace. It returns a pattern per part between the cuts, each matched in turn, or null for a
+ * query without the marks (a plain substring).
  */
-function literalQuery(conv: string, query: string): RegExp {
-  if (!query.includes(cutMark)) return new RegExp(escapeRegExp(query), "giu");
+function quoteParts(query: string): RegExp[] | null {
+  if (!briefingMarks.test(query)) return null;
   const parts = query
     .replace(/\s*\(\d+ hex digits\)/g, "")
     .split(cutMark)
-    .map((p) => p.trim())
-    .filter((p) => p !== "")
-    .map(escapeRegExp);
-  if (parts.length === 0) throw new InvalidQueryError(conv, `query has no text besides ${cutMark}`);
-  return new RegExp(parts.join("[\\s\\S]*?"), "giu");
+    .map((p) => p.replace(/[⏎⇥]/gu, " ").split(/\s+/u).filter((w) => w !== ""))
+    .filter((words) => words.length > 0)
+    .map((words) => new RegExp(words.map(escapeRegExp).join("[\\t\\n\\f\\r ]+"), "giu")); // Go's \s
+  if (parts.length === 0) throw new Error("query has no text besides the briefing's marks (…⏎⇥)");
+  return parts;
+}
+
+/**
+ * quoteMatcher finds the parts of a briefing quote one after another: the first part's first match, the
+ * next part's first match after it, and so on, which is the leftmost and shortest match of Go's
+ * "part.*?part"; each part is literal text and whitespace runs, so no match backtracks (a single
+ * expression with "[\s\S]*?" between the parts does, for seconds on a long message).
+ */
+function quoteMatcher(parts: RegExp[]): Matcher {
+  const find = (t: string, from: number): [number, number] | null => {
+    let start = -1;
+    let pos = from;
+    for (const re of parts) {
+      re.lastIndex = pos;
+      const m = re.exec(t);
+      if (m === null) return null;
+      if (start < 0) start = m.index;
+      pos = m.index + m[0].length;
+    }
+    return [start, pos];
+  };
+  return {
+    run(texts: string[]) {
+      return texts.map((t) => {
+        let first: [number, number] = [0, 0];
+        let count = 0;
+        for (let from = 0, m = find(t, from); m !== null && count < 100; m = find(t, from)) {
+          if (count === 0) first = m;
+          count++;
+          from = Math.max(m[1], m[0] + 1);
+        }
+        return { first, count };
+      });
+    },
+  };
 }
 
 /** compileQuery returns the matcher of a query: a case-insensitive literal, or a JavaScript regular expression. */
@@ -262,7 +300,9 @@ export function compileQuery(conv: string, query: string, isRegexp: boolean): Ma
   if (utf8(query) > MaxQueryLength) throw new InvalidQueryError(conv, `query is ${utf8(query)} bytes, more than the limit of ${MaxQueryLength}`);
   let re: RegExp;
   try {
-    re = isRegexp ? new RegExp(query, "gu") : literalQuery(conv, query);
+    const parts = isRegexp ? null : quoteParts(query);
+    if (parts !== null) return quoteMatcher(parts);
+    re = isRegexp ? new RegExp(query, "gu") : new RegExp(escapeRegExp(query), "giu");
   } catch (err) {
     throw new InvalidQueryError(conv, (err as Error).message);
   }

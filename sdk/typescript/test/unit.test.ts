@@ -227,7 +227,17 @@ describe("search and clip helpers", () => {
     assert.deepEqual(q("0123ABCD…89ABCDEF (24 hex digits)"), [0, 1]);
     assert.deepEqual(q("key…next"), [0, 1]);
     assert.deepEqual(q("0123ABCD…ffff"), [0, 0]);
-    assert.throws(() => compileQuery("c", " … …", false), InvalidQueryError);
+    assert.throws(() => compileQuery("c", " … …", false), (err: Error) => err instanceof InvalidQueryError && (err.message.match(/invalid search query/g) ?? []).length === 1);
+    // The briefing collapses whitespace and marks line breaks and tabs; a query without its marks is a plain substring.
+    const code = ["def f():\n\treturn  compute(x,\n        y)"];
+    const c = (s: string) => compileQuery("c", s, false).run(code)[0].count;
+    assert.equal(c("return compute(x, y)…"), 1);
+    assert.equal(c("def f(): ⏎ ⇥ return compute(x, ⏎ y)"), 1);
+    assert.equal(c("return compute(x, y)"), 0);
+    // Matched part after part, in linear time: one expression with "[\s\S]*?" between the parts
+    // backtracked past the 2-second bound on a long message.
+    const long = [Array.from({ length: 40_000 }, (_, i) => ["self", "return", "value"][i % 3]).join(" ")];
+    assert.equal(compileQuery("c", "self…return…HAT052", false).run(long)[0].count, 0);
     const t0 = Date.now();
     assert.throws(() => compileQuery("c", "(a+)+$", true).run(["a".repeat(40) + "b"]), /ran longer than/);
     assert.ok(Date.now() - t0 < 10_000);
