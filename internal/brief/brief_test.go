@@ -2195,18 +2195,44 @@ func TestOneFileSearch(t *testing.T) {
 }
 
 // A search's hits are counted in the files they are in, all of them (not
-// those of the first hits kept: "118 hits in 21+ files" were in 59); a
-// find's are paths.
+// those of the first hits kept: "118 hits in 21+ files" were in 59), as
+// lower bounds only where the output was elided; a find's are paths.
 func TestSearchCountsFiles(t *testing.T) {
-	var out []string
-	for i := range 45 {
-		out = append(out, fmt.Sprintf("sphinx/locale/l%02d/sphinx.po:msgid \"alias of %%s\"", i%30))
+	var out, big, cut []string
+	for i := range 60 {
+		out = append(out, fmt.Sprintf("sphinx/locale/l%02d/sphinx.po:msgid \"alias of %%s\"", i%50))
+	}
+	for i := range 65 {
+		f := "src/big.py"
+		if i >= 45 {
+			f = fmt.Sprintf("src/m%02d.py", i)
+		}
+		big = append(big, fmt.Sprintf("%s:%d: use(x)", f, i))
+	}
+	for i := range 61 {
+		cut = append(cut, fmt.Sprintf("lib/f%02d.py:x = %d", i%60, i))
+		if i == 30 {
+			cut = append(cut, "[… 52000 characters elided …]")
+		}
+	}
+	got := func(lines []string, level int) string {
+		s := &step{f: &stepFacts{call: call{kind: kindSearch}, out: output{lines: lines}}}
+		return searchText(s, level)
+	}
+	if g := got(big, levelShort); !strings.HasPrefix(g, "65 hits in 21 files: src/big.py, src/m45.py") {
+		t.Errorf("hits of one file first, then of twenty others: %q", g)
+	}
+	if g := got(cut, levelShort); !strings.HasPrefix(g, "61+ hits in 60+ files: ") {
+		t.Errorf("an elided output: %q", g)
+	}
+	if g := got(out, levelMin); !strings.HasSuffix(g, "sphinx/locale/l02/sphinx.po +47 more") {
+		t.Errorf("least detail: %q", g)
 	}
 	var b spanBuilder
 	b.bash("", `grep -r "alias of" sphinx`, rc(0, strings.Join(out, "\n"))).
 		bash("", "find django/db/backends -name operations.py", rc(0, "django/db/backends/sqlite3/operations.py\ndjango/db/backends/postgresql/operations.py\ndjango/db/backends/mysql/operations.py\ndjango/db/backends/base/operations.py\ndjango/db/backends/oracle/operations.py"))
 	d := write(t, b.msgs, 900)
-	mustContain(t, d.Text, "45 hits in 30 files")
+	mustContain(t, d.Text, "60 hits in 50 files")
 	mustContain(t, d.Text, "find django/db/backends -name operations.py → 5 paths: django/db/backends/sqlite3/operations.py")
 	mustNotContain(t, d.Text, "+ files")
 }

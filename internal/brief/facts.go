@@ -456,31 +456,36 @@ func searchText(s *step, level int) string {
 			return strconv.Itoa(n) + " hits: " + stripTags(t)
 		}
 	}
-	files := hitFiles(hits)
-	t := strconv.Itoa(n) + " hits"
-	switch {
-	case len(files) == len(hits) && !slices.ContainsFunc(hits, func(h string) bool { return strings.Contains(h, ":") }):
-		t = plural(n, "path") // find, grep -l: each hit is a path
-	case len(files) > 1:
-		// Counted over every hit; a lower bound ("21+ files") only where
-		// the output was elided.
-		t += " in " + strconv.Itoa(hitFileCount(s.f.out.lines))
-		if slices.ContainsFunc(s.f.out.lines, func(l string) bool { return strings.TrimSpace(l) == "[…]" }) {
-			t += "+"
+	// Counted over every hit line: a lower bound ("61+ hits in 60+
+	// files") only where the output was elided.
+	more := ""
+	if slices.ContainsFunc(s.f.out.lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[…") }) {
+		more = "+"
+	}
+	var files []string // the files named, from the first hits
+	total := 0         // the files of all hits
+	t := strconv.Itoa(n) + more + " hits"
+	if !slices.ContainsFunc(hits, func(h string) bool { return strings.Contains(h, ":") || !strings.ContainsAny(h, "/.") }) {
+		// find, grep -l: each hit is a path.
+		files, total = hits, n
+		t = strconv.Itoa(n) + more + " paths"
+	} else {
+		files, total = hitFilesAll(s.f.out.lines, 6)
+		if total > 1 {
+			t += " in " + strconv.Itoa(total) + more + " files"
 		}
-		t += " files"
 	}
 	if level == levelMin {
 		if len(files) > 0 {
-			t += ": " + strings.Join(headLines(files, 3), ", ") + moreCount(len(files), 3)
+			t += ": " + strings.Join(headLines(files, 3), ", ") + moreCount(max(total, len(files)), 3)
 		}
 		return clip(t, 160)
 	}
-	max := []int{6, 3}[level]
+	room := []int{6, 3}[level]
 	if len(files) > 0 {
-		shown := headLines(files, max)
+		shown := headLines(files, room)
 		t += ": " + strings.Join(shown, ", ")
-		if len(files) > len(shown) {
+		if max(total, len(files)) > len(shown) {
 			t += ", …"
 		}
 	}
@@ -505,7 +510,6 @@ func hitLines(hits []string) []string {
 	return out
 }
 
-// hitFiles lists the distinct files of search hits, in order.
 // hitsByFile writes hits ("path:text") grouped by their file, in the
 // order the files come, each text cut to max: "a.py: x = 1 | y = 2;
 // tests/test_a.py: assert x"; "" when a hit names no file.
@@ -529,25 +533,33 @@ func hitsByFile(hits []string, max int) string {
 	return strings.Join(parts, "; ")
 }
 
-// hitFileCount counts the files a search's hits are in, over all its
-// output lines (searchHits keeps the first 40 hits).
-func hitFileCount(lines []string) int {
+// hitFilesAll lists the first keep distinct files a search's hits are in
+// and counts them all, over every output line (searchHits keeps the first
+// 40 hits, which may all be one file's).
+func hitFilesAll(lines []string, keep int) (names []string, total int) {
 	seen := map[string]bool{}
 	for _, l := range lines {
 		if t := strings.TrimSpace(l); isHit(t) {
-			if p := hitPath(t); p != "" {
+			if p := hitPath(t); p != "" && !seen[p] {
 				seen[p] = true
+				if len(names) < keep {
+					names = append(names, p)
+				}
 			}
 		}
 	}
-	return len(seen)
+	return names, len(seen)
 }
 
 // hitPath is the file a hit line names before its first colon, or "".
 func hitPath(h string) string {
 	p := h
-	if i := strings.IndexByte(h, ':'); i > 0 {
-		p = h[:i]
+	from := 0
+	if len(h) > 2 && h[1] == ':' && (h[2] == '/' || h[2] == '\\') {
+		from = 2 // a drive letter ("C:/src/a.py:12: x")
+	}
+	if i := strings.IndexByte(h[from:], ':'); i > 0 {
+		p = h[:from+i]
 	}
 	if strings.ContainsAny(p, " \t") || isNumber(p) {
 		return ""
@@ -555,6 +567,7 @@ func hitPath(h string) string {
 	return p
 }
 
+// hitFiles lists the distinct files of search hits, in order.
 func hitFiles(hits []string) []string {
 	var out []string
 	for _, h := range hits {

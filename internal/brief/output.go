@@ -753,9 +753,9 @@ func searchHits(lines []string) (hits []string, n int) {
 }
 
 // isHit reports whether a search's output line (trimmed) is a hit, not
-// a tool's message or an elision.
+// a tool's message or an elision ("[…]", "[… 52000 characters elided …]").
 func isHit(t string) bool {
-	return !(t == "" || t == "[…]" || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
+	return !(t == "" || strings.HasPrefix(t, "[…") || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
 		strings.HasPrefix(t, "find:") || strings.HasPrefix(t, "Found ") || strings.HasPrefix(t, "End of matches") ||
 		strings.HasPrefix(t, "No matches found"))
 }
