@@ -1521,12 +1521,17 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"inserted before each line matching `if \".\" in name:`: `if not name: ⏎ raise ValueError(\"'name' may not be empty.\")`"},
 		},
 		{
-			name: "a sed range deletion between two patterns says it deletes every such range, to the end when no end follows",
+			name: "a sed range deletion with a pattern says what it covers: every range, to the end when no end follows",
 			build: func(b *spanBuilder) {
-				b.bash("Take the fix out.", `sed -i '/if call.when == "call":/,/item._store\[xfailed_key\] =/d' src/_pytest/skipping.py`, rc(0, ""))
+				b.bash("Take the fix out.", `sed -i '/if call.when == "call":/,/item._store\[xfailed_key\] =/d' src/_pytest/skipping.py`, rc(0, "")).
+					bash("Cut the tail.", `sed -i '/^# END/,$d' notes.txt`, rc(0, "")).
+					bash("And this.", `sed -i '12,/^def /d' a.py`, rc(0, ""))
 			},
-			budget: 600,
-			wanted: []string{"deleted from each line matching `if call.when == \"call\":` through the next matching `item._store\\[xfailed_key\\] =` (or to the file's end) [m0003]"},
+			budget: 900,
+			wanted: []string{"deleted from each line matching `if call.when == \"call\":` through the next matching `item._store\\[xfailed_key\\] =` (or the file's end) [m0003]",
+				"notes.txt: deleted from the first line matching `^# END` to the file's end [m0005]",
+				"a.py: deleted from line 12 through the next matching `^def` (or the file's end) [m0007]"},
+			unwanted: []string{"matching `^# END/,$`"},
 		},
 		{
 			name: "a view of a changed file between changes its line counts in a range is not told by that range",
@@ -2373,6 +2378,9 @@ func TestClipChangeKeepsTheNewText(t *testing.T) {
 		{"`" + strings.Repeat("a", 60) + "` → `" + strings.Repeat("b", 30) + "`", 50, "`" + strings.Repeat("a", 11) + "…` → `" + strings.Repeat("b", 30) + "`"},
 		{"`a` → `b`", 50, "`a` → `b`"},
 		{"`" + strings.Repeat("x", 80) + "` → `short`", 50, "`" + strings.Repeat("x", 36) + "…` → `short`"},
+		// A range that may run to the file's end keeps saying so, its patterns cut.
+		{"deleted from each line matching `if call.when == \"call\":` through the next matching `item._store\\[xfailed_key\\] =` (or the file's end)", 80,
+			"deleted from each line matching `if call.when == \"call\":`… (or the file's end)"},
 		// mini-swe-agent-18's fix: the inserted line was cut away, the anchor kept.
 		{"inserted after each line matching `self.get_models.cache_clear()`: `self.get_swappable_settings_name.cache_clear()`", 80,
 			"inserted after `self.get_mode…`: `self.get_swappable_settings_name.cache_clear()`"},

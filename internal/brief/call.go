@@ -1349,8 +1349,8 @@ var (
 	sedAddr    = `(?:\d+|\$|/(?:[^/\\]|\\.)*/)`
 	sedTextCmd = regexp.MustCompile(`(?s)^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*([iac])\s*\\?\s*(.*?)\s*$`)
 	sedDelete  = regexp.MustCompile(`^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*d\s*$`)
-	// sedPatternRange is an address from a pattern to a pattern.
-	sedPatternRange = regexp.MustCompile(`^/((?:[^/\\]|\\.)*)/,/((?:[^/\\]|\\.)*)/$`)
+	// sedRangeAddr splits a two-address range.
+	sedRangeAddr = regexp.MustCompile(`^(` + sedAddr + `),(` + sedAddr + `)$`)
 	sedEscapes      = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\x27`, "'", `\x22`, `"`, `\\`, `\`)
 )
 
@@ -1359,10 +1359,8 @@ var (
 // "351a …", "10,12d"), as an editor's change is described.
 func sedLines(script string) (string, bool) {
 	if m := sedDelete.FindStringSubmatch(script); m != nil {
-		if r := sedPatternRange.FindStringSubmatch(m[1]); r != nil {
-			// sed deletes every such range, and a start matched again
-			// with no end after it runs to the end of the file.
-			return "deleted from each line matching " + quoteCode(r[1], 60) + " through the next matching " + quoteCode(r[2], 60) + " (or to the file's end)", true
+		if t := sedRangeDeleted(m[1]); t != "" {
+			return "deleted " + t, true
 		}
 		return "deleted " + sedWhere(m[1]), true
 	}
@@ -1396,6 +1394,39 @@ func sedLines(script string) (string, bool) {
 func intoDir(ops []string) bool {
 	dst := ops[len(ops)-1]
 	return len(ops) > 2 || strings.HasSuffix(dst, "/") || dst == "." || dst == ".."
+}
+
+// sedRangeDeleted says what a range with a pattern or the last line in it
+// covers, as sed reads it: a pattern starts a range at each line it
+// matches, and a range whose end pattern matches no later line runs to
+// the end of the file ("from each line matching `A` through the next
+// matching `B` (or the file's end)", "from the first line matching `A`
+// to the file's end"); "" for two line numbers, which sedWhere says.
+func sedRangeDeleted(addr string) string {
+	m := sedRangeAddr.FindStringSubmatch(addr)
+	if m == nil || isNumber(m[1]) && isNumber(m[2]) {
+		return ""
+	}
+	pattern := func(a string) (string, bool) {
+		if len(a) >= 2 && a[0] == '/' && a[len(a)-1] == '/' {
+			return quoteCode(a[1:len(a)-1], 50), true
+		}
+		return "", false
+	}
+	from := "line " + m[1]
+	if p, ok := pattern(m[1]); ok {
+		from = "each line matching " + p
+		if m[2] == "$" {
+			from = "the first line matching " + p
+		}
+	}
+	switch p, ok := pattern(m[2]); {
+	case ok:
+		return "from " + from + " through the next matching " + p + " (or the file's end)"
+	case m[2] == "$":
+		return "from " + from + " to the file's end"
+	}
+	return "from " + from + " through line " + m[2]
 }
 
 // sedWhere names a sed address: "line 351", "lines 10-12", "each line

@@ -82,12 +82,21 @@ func changeList(changes []change, level int) string {
 // `…rsplit(None, 1)`"): the difference is the change. What is still too
 // long gives the room to what the text now reads, the old text cut first,
 // where a plain cut at the end would keep the old text and lose the new.
+// rangeEnd ends a sed range deletion's description whose end is a
+// pattern (sedRangeDeleted).
+const rangeEnd = " (or the file's end)"
+
 func clipChange(body string, max int) string {
 	if f, ok := strings.CutSuffix(body, "` → ``"); ok && strings.Count(f, "`") == 1 && strings.HasPrefix(f, "`") {
 		body = "removed " + f + "`" // a deletion: s/strict=self.strict)//
 	}
 	if len(body) <= max {
 		return body
+	}
+	if head, ok := strings.CutSuffix(body, rangeEnd); ok && max > 2*len(rangeEnd) {
+		// A range that may run to the end of the file says so at every
+		// level: its patterns are cut first.
+		return clip(head, max-len(rangeEnd)) + rangeEnd
 	}
 	if t, ok := clipScriptRun(body, max); ok {
 		return t
