@@ -1351,7 +1351,7 @@ var (
 	sedDelete  = regexp.MustCompile(`^\s*(` + sedAddr + `(?:,` + sedAddr + `)?)\s*d\s*$`)
 	// sedRangeAddr splits a two-address range.
 	sedRangeAddr = regexp.MustCompile(`^(` + sedAddr + `),(` + sedAddr + `)$`)
-	sedEscapes      = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\x27`, "'", `\x22`, `"`, `\\`, `\`)
+	sedEscapes   = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\x27`, "'", `\x22`, `"`, `\\`, `\`)
 )
 
 // sedLines describes a sed script that inserts, appends, replaces or
