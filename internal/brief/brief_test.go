@@ -1330,6 +1330,18 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"refused otherwise"},
 		},
 		{
+			name: "a refusal of another kind that names no line of the file is not told, whatever its path holds",
+			build: func(b *spanBuilder) {
+				b.step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/sklearn/pipeline.py", "old_str": "a", "new_str": "x"}`,
+					"ERROR:\nNo replacement was performed, old_str `a` did not appear verbatim in /w/sklearn/pipeline.py.").
+					step("Again.", "str_replace_editor", `{"command": "str_replace", "path": "/w/sklearn/pipeline.py", "new_str": "x"}`,
+						"ERROR:\nParameter `old_str` is required for command: str_replace.")
+			},
+			budget:   900,
+			wanted:   []string{"(2 refused edits of the file; the last refusal shown): unresolved"},
+			unwanted: []string{"refused otherwise"},
+		},
+		{
 			name: "a refused edit after one that landed is told as after that change, not as the file's last edit",
 			build: func(b *spanBuilder) {
 				b.step("Insert the fix.", "str_replace_editor", `{"command": "insert", "path": "/w/src/match.c", "insert_line": 3, "new_str": "x = 1;"}`,

@@ -783,9 +783,10 @@ func outputText(s *step, level int) string {
 	if len(o.short) > 0 {
 		// A short output is the result: kept whole unless the budget is
 		// at its tightest, where the conclusion it ends with ("FAILURE:
-		// Query returned False") keeps its place after the cut.
+		// Query returned False") keeps its place after the cut (one
+		// followed by other lines stays where it is).
 		t, room := strings.Join(o.short, " | "), []int{400, 300, 120}[level]
-		if v := verdictLine(o.short); len(t) > room && v != "" && !strings.Contains(clip(t, room), v) && len(v) < room/2 {
+		if v := verdictLine(o.short); len(t) > room && v != "" && v == strings.TrimSpace(o.short[len(o.short)-1]) && !strings.Contains(clip(t, room), v) && len(v) < room/2 {
 			head := strings.TrimSuffix(strings.TrimSuffix(t, v), " | ")
 			return clip(head, room-len(v)-len("… ")) + " " + v // clip marks the cut
 		}

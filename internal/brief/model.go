@@ -608,7 +608,7 @@ func (m *model) refusals(f string) (ids []string, newest *errState) {
 func (m *model) otherRefusal(f string, newest *errState) string {
 	var other *errState
 	for _, e := range m.errors {
-		if e != newest && e.failedEdit() == f && e.open() && strings.Contains(strings.ToLower(e.line), "line") &&
+		if e != newest && e.failedEdit() == f && e.open() && saysLineRe.MatchString(e.line) &&
 			refusalKind(e.line) != refusalKind(newest.line) && (other == nil || e.n >= other.n) {
 			other = e
 		}
@@ -627,6 +627,10 @@ func refusalKind(line string) string {
 }
 
 var digitsRe = regexp.MustCompile(`\d+`)
+
+// saysLineRe matches a message that gives a line of the file ("in lines
+// [317, 449]", "at line 12"), not one that has "line" in a path.
+var saysLineRe = regexp.MustCompile(`(?i)\blines? \[?\d`)
 
 // open reports whether an error is still open: nothing resolved it, or
 // the agent itself said the step that did misfired (an edit that went
@@ -2006,8 +2010,9 @@ func (m *model) markIntentions() { m.markIntentionsFrom(0) }
 func (m *model) markIntentionsFrom(i int) {
 	for len(m.intentScans) < len(m.intents) {
 		in := m.intents[len(m.intentScans)]
-		m.intentScans = append(m.intentScans, intentScan{words: append(keyWords(in.text), lineNumbers(in.text)...),
-			low: strings.ToLower(in.text), next: in.n})
+		sc := intentScan{words: append(keyWords(in.text), lineNumbers(in.text)...), low: strings.ToLower(in.text), next: in.n}
+		m.intentScans = append(m.intentScans, sc)
+		m.memoBytes += 48 + len(sc.low) + 24*len(sc.words)
 	}
 	for ; i < len(m.intents); i++ {
 		in, sc := &m.intents[i], &m.intentScans[i]

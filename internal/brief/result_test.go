@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -84,5 +85,11 @@ func TestShortOutputKeepsVerdict(t *testing.T) {
 	}
 	if full := outputText(s, levelFull); full != strings.Join(lines, " | ") {
 		t.Errorf("full detail: %q, want the output whole", full)
+	}
+	// A verdict other lines follow is not moved past them.
+	after := append(slices.Clone(lines[:len(lines)-1]), "FAILURE: Query returned False", "Exists: False", "done")
+	s = &step{f: &stepFacts{out: output{body: strings.Join(after, "\n"), short: after, lines: after}}}
+	if got := outputText(s, levelMin); got != clip(strings.Join(after, " | "), 120) {
+		t.Errorf("a verdict followed by other lines: %q", got)
 	}
 }

@@ -772,6 +772,12 @@ func (m *model) groupTexts(g *group) ([levels]string, []string) {
 			lt.texts[lv] = "- " + g.text(m, lv)
 		}
 		lt.pending = m.recordsPending(g)
+		if !ok {
+			m.memoBytes += 96 + len(k.mid)
+			for _, t := range lt.texts {
+				m.memoBytes += len(t)
+			}
+		}
 		m.lines[k] = lt
 	}
 	return lt.texts, lt.pending
