@@ -86,6 +86,9 @@ type call struct {
 	// command, whose exit the line's is ("sphinx-build html" of "sed -i
 	// … && rm -rf _build && sphinx-build -b html src _build/html").
 	lastHead string
+	// grepped is the pattern of a line's only grep and the one file it
+	// searched ("" for none, several, or a grep of a pipe's output).
+	grepped, greppedIn string
 	// oneFile reports a search of one file (grep without -r on a file):
 	// its hits are lines of that file, not file names.
 	oneFile bool
@@ -666,6 +669,9 @@ func classifyShell(line string) call {
 		}
 	}
 	_ = editorFile
+	if len(patterns) == 1 && len(searched) == 1 && c.kind == kindSearch {
+		c.grepped, c.greppedIn = strings.Trim(patterns[0], `"`), searched[0]
+	}
 	if c.searches = len(patterns); c.searches > 1 && c.kind == kindSearch {
 		// The label names every pattern: the line clipped would show only
 		// the first, and its hits would read as that one's.

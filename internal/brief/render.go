@@ -1337,9 +1337,44 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			p += 1 // a search's results are what the next choice is made from
 		case s.f.out.empty && !s.failed && (k == kindRun || k == kindOther):
 			p -= 1.5 // "ok, no output" tells little
+		case m.checksChange(s):
+			p -= 2 // the file's line tells the change it finds
 		}
 		l.items = append(l.items, m.groupItem(g, p))
 	}
+}
+
+// checksChange reports a grep of one file whose every hit is text an
+// earlier change of that file put there ("grep 'if shape else 1'
+// dense_ndim_array.py" after `if shape else 0` → `if shape else 1`, both
+// hits the changed lines): a check that the edit landed, which the file's
+// line already tells. (A grep that finds other lines too is a search.)
+func (m *model) checksChange(s *step) bool {
+	c := &s.f.call
+	if c.grepped == "" || len(c.grepped) < 4 || s.failed {
+		return false
+	}
+	f := m.file(c.greppedIn, false)
+	if f == nil {
+		return false
+	}
+	hits, n := searchHits(s.f.out.lines)
+	if n == 0 || n != len(hits) {
+		return false
+	}
+	for _, ch := range f.changes {
+		if m.stepAt(ch.id) >= s.n {
+			break
+		}
+		sub := substitutionRe.FindStringSubmatch(ch.what)
+		if sub == nil || !strings.Contains(sub[3], c.grepped) || strings.Contains(sub[3], "…") {
+			continue
+		}
+		if !slices.ContainsFunc(hits, func(h string) bool { return !strings.Contains(h, strings.TrimSpace(sub[3])) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupSteps are the steps a group's line tells: its own, after the

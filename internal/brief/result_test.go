@@ -93,3 +93,23 @@ func TestShortOutputKeepsVerdict(t *testing.T) {
 		t.Errorf("a verdict followed by other lines: %q", got)
 	}
 }
+
+// A grep of one file whose every hit is what an earlier change of it put
+// there checks that the edit landed (the file's line tells the change);
+// one that finds other lines too, or runs before the change, is a search.
+func TestChecksChange(t *testing.T) {
+	var b spanBuilder
+	b.bash("Look first.", `grep "if shape else 1" sympy/dense.py`, rc(1, "")).
+		bash("Fix it.", "sed -i 's/if shape else 0/if shape else 1/g' sympy/dense.py", rc(0, "")).
+		bash("Check.", `grep "if shape else 1" sympy/dense.py`, rc(0, "    loop = reduce(mul, shape) if shape else 1\n    self._loop_size = reduce(mul, shape) if shape else 1")).
+		bash("Where else?", `grep -n "shape else" sympy/dense.py`, rc(0, "12:    loop = reduce(mul, shape) if shape else 1\n40:    n = len(shape) if shape else None"))
+	m := build(nil, b.msgs, nil, nil)
+	if len(m.steps) != 4 {
+		t.Fatalf("%d steps, want 4", len(m.steps))
+	}
+	for i, want := range []bool{false, false, true, false} {
+		if got := m.checksChange(m.steps[i]); got != want {
+			t.Errorf("step %d (%s): checksChange = %v, want %v", i, m.steps[i].f.call.label, got, want)
+		}
+	}
+}
