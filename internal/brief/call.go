@@ -1420,6 +1420,12 @@ func sedRangeDeleted(addr string) string {
 		return "", false
 	}
 	from := "line " + m[1]
+	switch m[1] {
+	case "0": // GNU sed: the end pattern may match the first line
+		from = "the first line"
+	case "$":
+		from = "the last line"
+	}
 	if p, ok := pattern(m[1]); ok {
 		from = "each line matching " + p
 		if m[2] == "$" {

@@ -82,10 +82,6 @@ func changeList(changes []change, level int) string {
 // `…rsplit(None, 1)`"): the difference is the change. What is still too
 // long gives the room to what the text now reads, the old text cut first,
 // where a plain cut at the end would keep the old text and lose the new.
-// rangeEnd ends a sed range deletion's description whose end is a
-// pattern (sedRangeDeleted).
-const rangeEnd = " (or the file's end)"
-
 func clipChange(body string, max int) string {
 	if f, ok := strings.CutSuffix(body, "` → ``"); ok && strings.Count(f, "`") == 1 && strings.HasPrefix(f, "`") {
 		body = "removed " + f + "`" // a deletion: s/strict=self.strict)//
@@ -150,6 +146,10 @@ func clipChange(body string, max int) string {
 	keepFrom := room - keepTo
 	return quote(clipNonEmpty(from, keepFrom), clip(to, keepTo))
 }
+
+// rangeEnd ends a sed range deletion's description whose end is a
+// pattern (sedRangeDeleted).
+const rangeEnd = " (or the file's end)"
 
 // clipInsert clips a sed insertion's description ("inserted after each
 // line matching `anchor`: `text` (+2 lines)") giving the room to the text

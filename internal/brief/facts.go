@@ -77,6 +77,9 @@ func readNoMatch(s *step) bool {
 		return false
 	}
 	o := &s.f.out
+	if slices.ContainsFunc(o.lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[…") }) {
+		return false // cut: what it found may be in the part left out
+	}
 	if o.empty && !s.failed {
 		return true
 	}
@@ -388,6 +391,16 @@ func testText(o *output, level int) string {
 // files, with the hits the agent reacted to.
 func searchText(s *step, level int) string {
 	hits, n := searchHits(s.f.out.lines)
+	// An output cut by the harness ("[… 84000 characters elided …]")
+	// holds more hits than it shows: its counts are lower bounds ("61+
+	// hits"), and one that shows none is not a search that found none.
+	more, cutLine := "", ""
+	if i := slices.IndexFunc(s.f.out.lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[…") }); i >= 0 {
+		more, cutLine = "+", strings.TrimSpace(s.f.out.lines[i])
+	}
+	if n == 0 && cutLine != "" {
+		return "no hit in what the output kept; it was cut: " + cutLine
+	}
 	if n == 0 {
 		if b := binaryMatches(s.f.out.lines); len(b) > 0 {
 			return "no match in text files; binary files matched: " + strings.Join(headLines(b, 3), ", ") + moreCount(len(b), 3)
@@ -415,7 +428,7 @@ func searchText(s *step, level int) string {
 		}
 		return clip(stripTags(t), []int{600, 300, 140}[level])
 	}
-	if joined := stripTags(strings.Join(hits, " | ")); n <= 3 && len(joined) <= []int{360, 200, 100}[level] {
+	if joined := stripTags(strings.Join(hits, " | ")); n <= 3 && more == "" && len(joined) <= []int{360, 200, 100}[level] {
 		return joined
 	}
 	if lines := hitLines(hits); len(lines) == len(hits) {
@@ -426,11 +439,11 @@ func searchText(s *step, level int) string {
 			for i, h := range hits {
 				parts[i] = clip(compactNumbered(h), []int{110, 55}[level])
 			}
-			if t := strconv.Itoa(n) + " hits: " + strings.Join(parts, " | "); len(t) <= []int{700, 320}[level] {
+			if t := strconv.Itoa(n) + more + " hits: " + strings.Join(parts, " | "); len(t) <= []int{700, 320}[level] {
 				return t
 			}
 		}
-		t := strconv.Itoa(n) + " hits at lines " + strings.Join(headLines(lines, []int{12, 6, 3}[level]), ", ")
+		t := strconv.Itoa(n) + more + " hits at lines " + strings.Join(headLines(lines, []int{12, 6, 3}[level]), ", ")
 		if n > []int{12, 6, 3}[level] {
 			t += ", …"
 		}
@@ -443,29 +456,26 @@ func searchText(s *step, level int) string {
 	}
 	if s.f.call.oneFile {
 		// One file searched: its hits are lines, whatever they hold.
-		t := strconv.Itoa(n) + " hits: " + strings.Join(headLines(hits, []int{6, 3, 2}[level]), " | ")
+		t := strconv.Itoa(n) + more + " hits: " + strings.Join(headLines(hits, []int{6, 3, 2}[level]), " | ")
 		if n > []int{6, 3, 2}[level] {
 			t += " | …"
 		}
 		return clip(stripTags(t), []int{420, 220, 120}[level])
 	}
-	if level != levelMin && n == len(hits) && n <= 6 {
+	if level != levelMin && n == len(hits) && n <= 6 && more == "" {
 		// A few hits in several files: each with its text, by file (what
 		// each use does), where the file names alone told none of it.
-		if t := hitsByFile(hits, []int{110, 60}[level]); t != "" && len(t) <= []int{700, 320}[level] {
+		if t := hitsByFile(hits, []int{110, 60}[level]); t != "" && !countsOnly(hits) && len(t) <= []int{700, 320}[level] {
 			return strconv.Itoa(n) + " hits: " + stripTags(t)
 		}
 	}
-	// Counted over every hit line: a lower bound ("61+ hits in 60+
-	// files") only where the output was elided.
-	more := ""
-	if slices.ContainsFunc(s.f.out.lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[…") }) {
-		more = "+"
-	}
+	// Counted over every hit line: lower bounds ("61+ hits in 60+ files")
+	// only where the output was cut.
 	var files []string // the files named, from the first hits
 	total := 0         // the files of all hits
 	t := strconv.Itoa(n) + more + " hits"
-	if !slices.ContainsFunc(hits, func(h string) bool { return strings.Contains(h, ":") || !strings.ContainsAny(h, "/.") }) {
+	find := strings.HasPrefix(s.f.call.label, "find ")
+	if !slices.ContainsFunc(hits, func(h string) bool { return strings.Contains(h, ":") || !find && !strings.ContainsAny(h, "/.") }) {
 		// find, grep -l: each hit is a path.
 		files, total = hits, n
 		t = strconv.Itoa(n) + more + " paths"
@@ -533,6 +543,14 @@ func hitsByFile(hits []string, max int) string {
 	return strings.Join(parts, "; ")
 }
 
+// countsOnly reports grep -c's output: each hit a file and a number.
+func countsOnly(hits []string) bool {
+	return !slices.ContainsFunc(hits, func(h string) bool {
+		p := hitPath(h)
+		return p == "" || len(p) >= len(h) || !isNumber(strings.TrimSpace(h[len(p)+1:]))
+	})
+}
+
 // hitFilesAll lists the first keep distinct files a search's hits are in
 // and counts them all, over every output line (searchHits keeps the first
 // 40 hits, which may all be one file's).
@@ -555,7 +573,7 @@ func hitFilesAll(lines []string, keep int) (names []string, total int) {
 func hitPath(h string) string {
 	p := h
 	from := 0
-	if len(h) > 2 && h[1] == ':' && (h[2] == '/' || h[2] == '\\') {
+	if len(h) > 2 && (h[0]|0x20 >= 'a' && h[0]|0x20 <= 'z') && h[1] == ':' && (h[2] == '/' || h[2] == '\\') {
 		from = 2 // a drive letter ("C:/src/a.py:12: x")
 	}
 	if i := strings.IndexByte(h[from:], ':'); i > 0 {

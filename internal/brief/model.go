@@ -608,7 +608,7 @@ func (m *model) refusals(f string) (ids []string, newest *errState) {
 func (m *model) otherRefusal(f string, newest *errState) string {
 	var other *errState
 	for _, e := range m.errors {
-		if e != newest && e.failedEdit() == f && e.open() && saysLineRe.MatchString(e.line) &&
+		if e != newest && e.failedEdit() == f && e.open() && saysLineRe.MatchString(attemptShape(e.line)) &&
 			refusalKind(e.line) != refusalKind(newest.line) && (other == nil || e.n >= other.n) {
 			other = e
 		}

@@ -1348,7 +1348,8 @@ func (l *layout) buildSteps(recency func(int) float64) {
 // earlier change of that file put there ("grep 'if shape else 1'
 // dense_ndim_array.py" after `if shape else 0` → `if shape else 1`, both
 // hits the changed lines): a check that the edit landed, which the file's
-// line already tells. (A grep that finds other lines too is a search.)
+// line already tells. (A grep that finds other lines too, or whose
+// pattern the old text held as well, is a search.)
 func (m *model) checksChange(s *step) bool {
 	c := &s.f.call
 	if c.grepped == "" || len(c.grepped) < 4 || s.failed {
@@ -1367,7 +1368,7 @@ func (m *model) checksChange(s *step) bool {
 			break
 		}
 		sub := substitutionRe.FindStringSubmatch(ch.what)
-		if sub == nil || !strings.Contains(sub[3], c.grepped) || strings.Contains(sub[3], "…") {
+		if sub == nil || !strings.Contains(sub[3], c.grepped) || strings.Contains(sub[2], c.grepped) || strings.Contains(sub[3], "…") {
 			continue
 		}
 		if !slices.ContainsFunc(hits, func(h string) bool { return !strings.Contains(h, strings.TrimSpace(sub[3])) }) {

@@ -94,6 +94,39 @@ func TestShortOutputKeepsVerdict(t *testing.T) {
 	}
 }
 
+// The review's cases: a cut output is not "no match" and its counts are
+// lower bounds; a line number is not a drive letter; a find of
+// directories lists paths; a refusal's quoted "line 2" gives no line.
+func TestSearchEdges(t *testing.T) {
+	text := func(label string, lines ...string) (string, bool) {
+		s := &step{f: &stepFacts{call: call{kind: kindSearch, label: label}, out: output{lines: lines}}}
+		return searchText(s, levelShort), readNoMatch(s)
+	}
+	if got, none := text(`grep -r "tokenizer_class" .`, "Binary file a.pyc matches", "[… 84000 characters elided …]", "Binary file b.pyc matches"); none || !strings.Contains(got, "it was cut") {
+		t.Errorf("a cut output with no hit shown: %q, no match %v", got, none)
+	}
+	if got, _ := text(`grep -r "x" src`, "src/a.py:x = 1", "[… 9000 characters elided …]", "src/b.py:x = 2"); !strings.HasPrefix(got, "2+ hits") {
+		t.Errorf("a few hits of a cut output: %q", got)
+	}
+	if got, _ := text("find tests -type d", "tests", "tests/unit", "tests/e2e", "tests/data", "tests/tmp"); !strings.HasPrefix(got, "5 paths: tests, tests/unit") {
+		t.Errorf("find of directories: %q", got)
+	}
+	for h, want := range map[string]string{"1://go:build linux": "", "7:/build": "", "C:/src/a.py:12: x": "C:/src/a.py", "src/a.py:3: y": "src/a.py"} {
+		if got := hitPath(h); got != want {
+			t.Errorf("hitPath(%q) = %q, want %q", h, got, want)
+		}
+	}
+	for line, want := range map[string]bool{
+		"No replacement was performed. Multiple occurrences of old_str `x` in lines [3, 9]. Please ensure it is unique.": true,
+		"No replacement was performed, old_str `print('line 2')` did not appear verbatim in /w/a.py.":                     false,
+		"No replacement was performed, old_str `a` did not appear verbatim in /w/sklearn/pipeline.py.":                   false,
+	} {
+		if got := saysLineRe.MatchString(attemptShape(line)); got != want {
+			t.Errorf("refusal %q gives a line: %v, want %v", line, got, want)
+		}
+	}
+}
+
 // A grep of one file whose every hit is what an earlier change of it put
 // there checks that the edit landed (the file's line tells the change);
 // one that finds other lines too, or runs before the change, is a search.
@@ -107,7 +140,11 @@ func TestChecksChange(t *testing.T) {
 	if len(m.steps) != 4 {
 		t.Fatalf("%d steps, want 4", len(m.steps))
 	}
-	for i, want := range []bool{false, false, true, false} {
+	// A pattern the old text held too finds lines the change never made.
+	b.bash("Drop numpy's alias.", "sed -i 's/np.float(/float(/g' sympy/dense.py", rc(0, "")).
+		bash("Where is float( now?", `grep -n "float(" sympy/dense.py`, rc(0, "3:    x = float(a)\n9:    y = float(b)"))
+	m = build(nil, b.msgs, nil, nil)
+	for i, want := range []bool{false, false, true, false, false, false} {
 		if got := m.checksChange(m.steps[i]); got != want {
 			t.Errorf("step %d (%s): checksChange = %v, want %v", i, m.steps[i].f.call.label, got, want)
 		}
