@@ -363,7 +363,7 @@ func literalQuery(query string) (*regexp.Regexp, error) {
 	query = hexCount.ReplaceAllString(query, "")
 	var parts []string
 	for p := range strings.SplitSeq(query, cutMark) {
-		if words := strings.Fields(strings.NewReplacer("⏎", " ", "⇥", " ").Replace(p)); len(words) > 0 {
+		if words := strings.FieldsFunc(p, quoteSpace); len(words) > 0 {
 			for i, w := range words {
 				words[i] = regexp.QuoteMeta(w)
 			}
@@ -374,6 +374,13 @@ func literalQuery(query string) (*regexp.Regexp, error) {
 		return nil, errors.New("query has no text besides the briefing's marks (" + briefingMarks + ")")
 	}
 	return regexp.MustCompile("(?is)" + strings.Join(parts, ".*?")), nil
+}
+
+// quoteSpace reports what separates the words of a briefing quote: the
+// ASCII whitespace regexp's \s matches, and the marks of a line break and
+// a tab. (Other spaces are text, as in the TypeScript SDK.)
+func quoteSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r' || r == '⏎' || r == '⇥'
 }
 
 // cutMark is what a briefing shows where it cut a text; briefingMarks are

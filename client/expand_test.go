@@ -222,7 +222,7 @@ func TestSearch(t *testing.T) {
 	h := longConversation(6)
 	h[4].Content = briefd.Text("Found the bug in parser.go: an off-by-one.")
 	h[2].Content = briefd.Text("key 0123abcd00112233445566778899AABB89abcdef")
-	h[6].Content = briefd.Text("def f():\n\treturn  compute(x,\n        y)")
+	h[6].Content = briefd.Text("def f():\n\treturn  compute(x,\n        y) # at 3:04:05\u202fPM")
 	publishTurns(t, c, "conv", h)
 
 	if _, err := c.Search(t.Context(), "conv", "parser"); !errors.Is(err, client.ErrNoBriefing) {
@@ -260,7 +260,9 @@ func TestSearch(t *testing.T) {
 		"0123ABCD…89ABCDEF (24 hex digits)": 1, "Found…t0": 0, "0123ABCD…ffff": 0,
 		// The briefing collapses whitespace and marks line breaks and tabs;
 		// a query without its marks is a plain substring.
-		"return compute(x, y)…": 1, "def f(): ⏎ ⇥ return compute(x, ⏎ y)": 1, "return compute(x, y)": 0} {
+		"return compute(x, y)…": 1, "def f(): ⏎ ⇥ return compute(x, ⏎ y)": 1, "return compute(x, y)": 0,
+		// A space other than ASCII's is text, in both SDKs.
+		"at 3:04:05\u202fPM…": 1, "at 3:04:05 PM…": 0} {
 		res, err = c.Search(t.Context(), "conv", q)
 		if err != nil || len(res.Matches) != want {
 			t.Errorf("Search(%q) = %+v, %v; want %d matches", q, res, err, want)

@@ -118,7 +118,7 @@ func TestSearchEdges(t *testing.T) {
 	}
 	for line, want := range map[string]bool{
 		"No replacement was performed. Multiple occurrences of old_str `x` in lines [3, 9]. Please ensure it is unique.": true,
-		"No replacement was performed, old_str `print('line 2')` did not appear verbatim in /w/a.py.":                     false,
+		"No replacement was performed, old_str `print('line 2')` did not appear verbatim in /w/a.py.":                    false,
 		"No replacement was performed, old_str `a` did not appear verbatim in /w/sklearn/pipeline.py.":                   false,
 	} {
 		if got := saysLineRe.MatchString(attemptShape(line)); got != want {

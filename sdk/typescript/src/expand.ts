@@ -252,7 +252,7 @@ function quoteParts(query: string): RegExp[] | null {
   const parts = query
     .replace(/\s*\(\d+ hex digits\)/g, "")
     .split(cutMark)
-    .map((p) => p.replace(/[⏎⇥]/gu, " ").split(/\s+/u).filter((w) => w !== ""))
+    .map((p) => p.split(/[\t\n\f\r ⏎⇥]+/u).filter((w) => w !== "")) // Go's quoteSpace
     .filter((words) => words.length > 0)
     .map((words) => new RegExp(words.map(escapeRegExp).join("[\\t\\n\\f\\r ]+"), "giu")); // Go's \s
   if (parts.length === 0) throw new Error("query has no text besides the briefing's marks (…⏎⇥)");

@@ -234,6 +234,9 @@ describe("search and clip helpers", () => {
     assert.equal(c("return compute(x, y)…"), 1);
     assert.equal(c("def f(): ⏎ ⇥ return compute(x, ⏎ y)"), 1);
     assert.equal(c("return compute(x, y)"), 0);
+    // A space other than ASCII's is text, as in Go.
+    assert.equal(compileQuery("c", "at 3:04:05\u202fPM…", false).run(["y) # at 3:04:05\u202fPM"])[0].count, 1);
+    assert.equal(compileQuery("c", "at 3:04:05 PM…", false).run(["y) # at 3:04:05\u202fPM"])[0].count, 0);
     // Matched part after part, in linear time: one expression with "[\s\S]*?" between the parts
     // backtracked past the 2-second bound on a long message.
     const long = [Array.from({ length: 40_000 }, (_, i) => ["self", "return", "value"][i % 3]).join(" ")];
