@@ -45,6 +45,9 @@ type step struct {
 	// 2 true).
 	outcome string
 	noMatch int8
+	// checks memoizes checksChange the same way: what it reads (the
+	// step's output, the file's changes before it) is fixed once read.
+	checks int8
 }
 
 func (s *step) id() string { return s.ids[0] }

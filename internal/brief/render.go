@@ -1351,6 +1351,16 @@ func (l *layout) buildSteps(recency func(int) float64) {
 // line already tells. (A grep that finds other lines too, or whose
 // pattern the old text held as well, is a search.)
 func (m *model) checksChange(s *step) bool {
+	if s.checks == 0 {
+		s.checks = 1
+		if m.readChecksChange(s) {
+			s.checks = 2
+		}
+	}
+	return s.checks == 2
+}
+
+func (m *model) readChecksChange(s *step) bool {
 	c := &s.f.call
 	if c.grepped == "" || len(c.grepped) < 4 || s.failed {
 		return false
