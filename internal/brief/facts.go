@@ -77,7 +77,7 @@ func readNoMatch(s *step) bool {
 		return false
 	}
 	o := &s.f.out
-	if slices.ContainsFunc(o.lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[…") }) {
+	if cutAt(o.lines) != "" {
 		return false // cut: what it found may be in the part left out
 	}
 	if o.empty && !s.failed {
@@ -394,9 +394,9 @@ func searchText(s *step, level int) string {
 	// An output cut by the harness ("[… 84000 characters elided …]")
 	// holds more hits than it shows: its counts are lower bounds ("61+
 	// hits"), and one that shows none is not a search that found none.
-	more, cutLine := "", ""
-	if i := slices.IndexFunc(s.f.out.lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[…") }); i >= 0 {
-		more, cutLine = "+", strings.TrimSpace(s.f.out.lines[i])
+	more, cutLine := "", cutAt(s.f.out.lines)
+	if cutLine != "" {
+		more = "+"
 	}
 	if n == 0 && cutLine != "" {
 		return "no hit in what the output kept; it was cut: " + cutLine

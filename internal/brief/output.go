@@ -752,10 +752,24 @@ func searchHits(lines []string) (hits []string, n int) {
 	return hits, n
 }
 
+// isCut reports a (trimmed) line that marks where an output was cut:
+// "[…]", or the harness's "[… 52000 characters elided …]".
+func isCut(t string) bool { return strings.HasPrefix(t, "[…") }
+
+// cutAt returns an output's first line that marks a cut, trimmed, or "".
+func cutAt(lines []string) string {
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); isCut(t) {
+			return t
+		}
+	}
+	return ""
+}
+
 // isHit reports whether a search's output line (trimmed) is a hit, not
 // a tool's message or an elision ("[…]", "[… 52000 characters elided …]").
 func isHit(t string) bool {
-	return !(t == "" || strings.HasPrefix(t, "[…") || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
+	return !(t == "" || isCut(t) || strings.HasPrefix(t, "Binary file") || strings.HasPrefix(t, "grep:") ||
 		strings.HasPrefix(t, "find:") || strings.HasPrefix(t, "Found ") || strings.HasPrefix(t, "End of matches") ||
 		strings.HasPrefix(t, "No matches found"))
 }
