@@ -128,6 +128,26 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"[m0003] search_direct_flight", "[m0005] search", "LEFT OUT"},
 		},
 		{
+			name: "a search whose names the index would list bare takes their room, with its prices",
+			build: func(b *spanBuilder) {
+				a, c := flight("HAT069", "JFK", "SEA", "06:00", "12:00", 123, 333), flight("HAT083", "JFK", "SEA", "01:00", "07:00", 137, 485)
+				x, y := flight("HAT011", "SEA", "SFO", "13:00", "15:00", 177, 294), flight("HAT258", "SEA", "SFO", "17:00", "19:00", 167, 417)
+				z := flight("HAT274", "SEA", "SFO", "20:00", "22:00", 198, 349)
+				pair := func(p, q string) string { return "[" + p + ", " + q + "]" }
+				out := "[" + strings.Join([]string{pair(a, x), pair(a, y), pair(a, z), pair(c, x), pair(c, z)}, ", ") + "]"
+				b.user("My user ID is aarav_ahmed_6699. I'd like to book a new flight from JFK to SFO on May 24th, the second cheapest flight in economy class.").
+					step("", "get_user_details", `{"user_id":"aarav_ahmed_6699"}`, `{"name": {"first_name": "Aarav", "last_name": "Ahmed"}, "payment_methods": {"credit_card_9074831": {"source": "credit_card", "brand": "mastercard", "last_four": "7334", "id": "credit_card_9074831"}, "certificate_9645872": {"source": "certificate", "amount": 250, "id": "certificate_9645872"}}, "membership": "silver", "reservations": ["M20IZO", "N6F783"]}`).
+					say("Could you confirm the trip type and passengers?").
+					user("One way, just me. I'll pay with my credit card ending in 7334.").
+					step("", "search_onestop_flight", `{"origin": "JFK", "destination": "SFO", "date": "2024-05-24"}`, out)
+			},
+			// Without the rule the index's reserve keeps the search out and
+			// lists its flights bare: "ALSO MENTIONED (…): HAT069, HAT011, …".
+			budget:   330,
+			wanted:   []string{"[m0008] search_onestop_flight(JFK, SFO, 2024-05-24) → 5 options of 2 parts (economy price of each): HAT069 123 then HAT011 177, HAT258 167 or HAT274 198; HAT083 137 then HAT011 177 or HAT274 198"},
+			unwanted: []string{"ALSO MENTIONED", "1 lookup at m0008"},
+		},
+		{
 			name: "the last check's result is quoted by STATE alone; its step and its script's line point there",
 			build: func(b *spanBuilder) {
 				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
@@ -2078,6 +2098,31 @@ func TestOptionsDigest(t *testing.T) {
 	}
 	if got := recordsDigest(parseRecords("["+a+", "+b+"]", ""), levelShort, economy); !strings.Contains(got, "123/333") {
 		t.Errorf("more detail keeps every cabin: %q", got)
+	}
+}
+
+// TestPricedOptions: at the least detail, combinations carry the one price
+// the user named beside each part, which choosing between them needs.
+func TestPricedOptions(t *testing.T) {
+	a, b := flight("HAT069", "JFK", "SEA", "06:00", "12:00", 123, 333), flight("HAT083", "JFK", "SEA", "01:00", "07:00", 137, 485)
+	x, y := flight("HAT011", "SEA", "SFO", "13:00", "15:00", 177, 294), flight("HAT258", "SEA", "SFO", "17:00", "19:00", 167, 417)
+	recs := parseRecords("["+strings.Join([]string{"[" + a + ", " + x + "]", "[" + a + ", " + y + "]", "[" + b + ", " + x + "]"}, ", ")+"]", "")
+	economy := func(w string) bool { return w == "economy" }
+	if got, want := pricedOptions(recs, economy), "2 parts (economy price of each): HAT069 123 then HAT011 177 or HAT258 167; HAT083 137 then HAT011 177"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// No class named, or every class: which price would be a guess.
+	for name, named := range map[string]func(string) bool{
+		"none": func(string) bool { return false },
+		"all":  func(w string) bool { return w == "economy" || w == "business" },
+	} {
+		if got := pricedOptions(recs, named); got != "" {
+			t.Errorf("%s named: %q", name, got)
+		}
+	}
+	// A plain list is no options list.
+	if got := pricedOptions(parseRecords("["+a+", "+x+"]", ""), economy); got != "" {
+		t.Errorf("a plain list: %q", got)
 	}
 }
 

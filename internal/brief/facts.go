@@ -1124,6 +1124,11 @@ func recordsText(m *model, s *step, level int) string {
 			return clip(strconv.Itoa(len(recs))+" options of "+d, []int{1400, 700}[level])
 		}
 	}
+	if level == levelMin {
+		if d := pricedOptions(recs, named); d != "" {
+			return clip(strconv.Itoa(len(recs))+" options of "+d, 360)
+		}
+	}
 	if max == 0 {
 		ids := make([]string, 0, len(recs))
 		for _, r := range recs {
@@ -1154,6 +1159,8 @@ var (
 	// availRe names what is left of a thing (seats, stock): at the least
 	// detail a digest keeps what one chooses by (times, prices) over it.
 	availRe = regexp.MustCompile(`(?i)seat|stock|avail|inventory|quantity`)
+	// priceRe names what a thing costs, which pricedOptions adds up.
+	priceRe = regexp.MustCompile(`(?i)price|cost|fare`)
 )
 
 // digestColumn is one column of a digest: a field that tells alike records
@@ -1434,6 +1441,72 @@ func optionsDigest(recs []record, level int, named func(string) bool) string {
 		rows[k] = columnRow(p.id, cols, k)
 	}
 	b.WriteString("; the parts " + columnLabels(cols, level) + ": " + strings.Join(rows, " | "))
+	return b.String()
+}
+
+// pricedOptions writes combinations (one-stop flights) at the least
+// detail with the one price the user named beside each part: "2 parts
+// (economy price of each): HAT069 123 then HAT011 177 or HAT258 167;
+// HAT083 137 then HAT011 177". Choosing between combinations ("the
+// second cheapest in economy") needs those numbers, and the ids alone
+// cost nearly as much. Empty unless every record is a combination of as
+// many parts, each with a price column of which the user named one key.
+func pricedOptions(recs []record, named func(string) bool) string {
+	n := len(recs[0].parts)
+	if n < 2 || len(recs) > 40 || named == nil {
+		return ""
+	}
+	var parts []record
+	at := map[string]int{}
+	for _, r := range recs {
+		if len(r.parts) != n {
+			return ""
+		}
+		for _, p := range r.parts {
+			if _, ok := at[p.id]; !ok {
+				at[p.id] = len(parts)
+				parts = append(parts, p)
+			}
+		}
+	}
+	if len(parts) < 2 || len(parts) > 24 || !alike(parts) {
+		return ""
+	}
+	var price *digestColumn
+	for _, c := range digestColumns(parts) {
+		if c.keys != nil && priceRe.MatchString(c.name) {
+			if k := namedKeys(c.keys, named); len(k) == 1 {
+				c = c.onlyKeys(named)
+				price = &c
+				break
+			}
+		}
+	}
+	if price == nil {
+		return ""
+	}
+	priced := func(id string) string { return id + " " + price.values[at[id]] }
+	var heads []string
+	lasts := map[string][]string{}
+	for _, r := range recs {
+		ids := make([]string, n-1)
+		for i, p := range r.parts[:n-1] {
+			ids[i] = priced(p.id)
+		}
+		h := strings.Join(ids, " then ")
+		if _, ok := lasts[h]; !ok {
+			heads = append(heads, h)
+		}
+		lasts[h] = append(lasts[h], priced(r.parts[n-1].id))
+	}
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(n) + " parts (" + price.keys[0] + " price of each): ")
+	for i, h := range heads {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(h + " then " + orList(lasts[h]))
+	}
 	return b.String()
 }
 

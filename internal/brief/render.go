@@ -84,14 +84,17 @@ type item struct {
 
 // textIdents returns the identifiers of the item's chosen text, read
 // once per level.
-func (it *item) textIdents() []string {
-	if it.identsAt[it.level] == nil {
-		it.identsAt[it.level] = it.cache.idents(it.texts[it.level])
-		if it.identsAt[it.level] == nil {
-			it.identsAt[it.level] = []string{}
+func (it *item) textIdents() []string { return it.identsOf(it.level) }
+
+// identsOf returns the identifiers of the text at level lv, read once.
+func (it *item) identsOf(lv int) []string {
+	if it.identsAt[lv] == nil {
+		it.identsAt[lv] = it.cache.idents(it.texts[lv])
+		if it.identsAt[lv] == nil {
+			it.identsAt[lv] = []string{}
 		}
 	}
-	return it.identsAt[it.level]
+	return it.identsAt[lv]
 }
 
 func (it *item) text() string {
@@ -2046,6 +2049,9 @@ func rangeOf(ids []string) string {
 
 // ---- allocation ----
 
+// debugFit, set by BRIEF_DEBUG in the environment, prints the fit's
+// attempts and every item's choice to standard error; BRIEF_DEBUG=texts
+// prints each item's texts too. For the writer's developers, at a prompt.
 var debugFit = os.Getenv("BRIEF_DEBUG") != ""
 
 // margin keeps a few tokens free for the message framing around the text.
@@ -2123,6 +2129,11 @@ func (l *layout) fit() (string, int) {
 		// texts' sizes per level, and the least one's start.
 		for _, it := range l.byPrio {
 			fmt.Fprintf(os.Stderr, "item %d %.2f %d %d/%d/%d %s %s\n", it.sec, it.prio, it.level, len(it.texts[0]), len(it.texts[1]), len(it.texts[2]), strings.Join(it.ids, ","), clip(it.texts[levelMin], 100))
+			if os.Getenv("BRIEF_DEBUG") == "texts" {
+				for lv, t := range it.texts {
+					fmt.Fprintf(os.Stderr, "  level %d: %s\n", lv, t)
+				}
+			}
 		}
 		fmt.Fprintf(os.Stderr, "budget %d, text %d tokens\n", l.budget, bestN)
 	}
@@ -2188,13 +2199,46 @@ func (l *layout) choose(scale float64) {
 	}
 	opt := l.byPrio
 	reserve := math.Min(l.indexShare*float64(l.budget), l.indexNeed*scale)
-	// Pass 1: every item at its least detail, by priority.
+	// Pass 1: every item at its least detail, by priority. shown is the
+	// identifiers of the items taken, read once a line needs it.
+	var shown map[string]bool
 	for _, it := range opt {
 		lv := it.smallest()
 		c := cost(it.texts[lv]) + 1
 		if used+c <= room-reserve {
 			it.level = lv
 			used += c
+			if shown != nil {
+				for _, id := range it.textIdents() {
+					shown[id] = true
+				}
+			}
+			continue
+		}
+		// A line that carries names the index would list bare may take
+		// their room in the index's reserve: the names then come with
+		// what was found of them (a search's options and their prices).
+		if it.prio < 8 || used+c > room {
+			continue
+		}
+		if shown == nil {
+			shown = map[string]bool{}
+			for _, o := range l.items {
+				if o.level >= 0 {
+					for _, id := range o.textIdents() {
+						shown[id] = true
+					}
+				}
+			}
+		}
+		freed := math.Min(reserve, l.indexRoomOf(it, lv, scale, shown))
+		if freed > 0 && used+c <= room-reserve+freed {
+			it.level = lv
+			used += c
+			reserve = math.Max(0, reserve-freed)
+			for _, id := range it.textIdents() {
+				shown[id] = true
+			}
 		}
 	}
 	// Objects in play (files changed, records) may take the index's
@@ -2239,6 +2283,22 @@ func (l *layout) choose(scale float64) {
 		}
 	}
 	l.finish(room-used, scale)
+}
+
+// indexRoomOf estimates the index's room for the names an item's text at
+// level lv carries and no line shown does, which the index lists when the
+// item is left out.
+func (l *layout) indexRoomOf(it *item, lv int, scale float64, shown map[string]bool) float64 {
+	if l.baseScore == nil {
+		l.scoreIdents()
+	}
+	freed := 0.0
+	for _, id := range it.identsOf(lv) {
+		if _, ok := l.score(id); ok && !shown[id] && !ident.IsNumeric(id) {
+			freed += estimate(id+", ") * scale
+		}
+	}
+	return freed
 }
 
 // finish drops the headers of tables without a row shown, then writes the
