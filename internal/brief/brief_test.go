@@ -651,6 +651,18 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"59XX6W**", "- not yet read:"},
 		},
 		{
+			name: "a question the agent asked last comes before the records still to read",
+			build: func(b *spanBuilder) {
+				b.user("My user ID is daiki_muller_1116. Upgrade XEHM4B to economy, then cancel it.").
+					step("", "get_user_details", `{"user_id":"daiki_muller_1116"}`, `{"user_id": "daiki_muller_1116", "reservations": ["XEHM4B", "59XX6W", "3EMQJ6", "A90KR2"]}`).
+					step("", "get_reservation_details", `{"reservation_id":"XEHM4B"}`, `{"reservation_id": "XEHM4B", "cabin": "basic_economy", "insurance": "no"}`).
+					step("", "get_reservation_details", `{"reservation_id":"59XX6W"}`, `{"reservation_id": "59XX6W", "cabin": "economy", "insurance": "yes"}`).
+					say("Let's upgrade XEHM4B to economy and then cancel it. Please confirm if you would like to proceed.")
+			},
+			budget: 900,
+			wanted: []string{"NEXT: the user has not yet answered [m0010]: \"Let's upgrade XEHM4B to economy and then cancel it. Please confirm if you would like to proceed.\"; then read 3EMQJ6, A90KR2 (reservations of daiki_muller_1116 [m0005], not yet read)."},
+		},
+		{
 			name: "a line that appends to a script and runs it tells what the script's last run did not print",
 			build: func(b *spanBuilder) {
 				b.bash("Reproduce.", "python3 reproduce_issue.py", rc(0, "BASE_DIR: /testbed\nTemplate directories: {PosixPath('/testbed')}\nISSUE REPRODUCED\nSimulating change in: /testbed/some_app/views.py")).

@@ -45,9 +45,11 @@ type step struct {
 	// 2 true).
 	outcome string
 	noMatch int8
-	// checks memoizes checksChange the same way: what it reads (the
-	// step's output, the file's changes before it) is fixed once read.
-	checks int8
+	// checks and checkOf memoize readCheckedChange (checks 1 once read):
+	// what it reads, the step's output and the changes made before it,
+	// is fixed once read.
+	checks  int8
+	checkOf string
 }
 
 func (s *step) id() string { return s.ids[0] }

@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -265,28 +266,58 @@ func (r *stepRuns) String() string {
 	return strings.Join(r.runs, ", ")
 }
 
-// idRange is what rangeOf reads of a list of ids added in parts: its
-// first three ids, its last, and how many.
+// idRange is what rangeOf reads of a list of ids added in parts, which
+// come in section order, not the messages': its first three distinct ids,
+// its least and greatest (idLess), and how many (an id repeated in a row
+// counted once).
 type idRange struct {
-	n    int
-	head [3]string
-	last string
+	n      int
+	head   [3]string
+	lo, hi string
 }
 
 func (r *idRange) add(ids []string) {
 	for _, id := range ids {
+		if r.n > 0 && r.n <= len(r.head) && slices.Contains(r.head[:r.n], id) {
+			continue // two lines of one message name it once
+		}
 		if r.n < len(r.head) {
 			r.head[r.n] = id
 		}
-		r.last = id
+		if r.n == 0 || idLess(id, r.lo) {
+			r.lo = id
+		}
+		if r.n == 0 || idLess(r.hi, id) {
+			r.hi = id
+		}
 		r.n++
 	}
 }
 
-// ids returns a list rangeOf writes as it writes the whole list.
+// ids returns a list rangeOf writes as it writes the whole list in
+// message order: the few ids sorted, or the least and greatest as ends.
 func (r *idRange) ids() []string {
 	if r.n <= len(r.head) {
-		return r.head[:r.n]
+		few := slices.Clone(r.head[:r.n])
+		slices.SortFunc(few, func(a, b string) int {
+			if idLess(a, b) {
+				return -1
+			}
+			if idLess(b, a) {
+				return 1
+			}
+			return 0
+		})
+		return few
 	}
-	return []string{r.head[0], r.head[1], r.head[2], r.last}
+	return []string{r.lo, "", "", r.hi}
+}
+
+// idLess orders message ids as the span does when they are numbered
+// alike ("m0009" before "m0011"): shorter first, then by their text.
+func idLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
 }

@@ -3,6 +3,7 @@ package brief
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,7 +117,14 @@ func referenceOmitted(l *layout) string {
 	}
 	for sec := secTask; sec < numSections; sec++ {
 		if ids := other[sec]; len(ids) > 0 {
-			parts = append(parts, leftOutSection(sec)+rangeOf(ids))
+			// In message order, each id once.
+			slices.SortFunc(ids, func(a, b string) int {
+				if len(a) != len(b) {
+					return len(a) - len(b)
+				}
+				return strings.Compare(a, b)
+			})
+			parts = append(parts, leftOutSection(sec)+rangeOf(slices.Compact(ids)))
 		}
 	}
 	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
@@ -235,4 +243,26 @@ func namedIDs(t string) idSet {
 		}
 	})
 	return set
+}
+
+// The left-out line names a section's messages in their order, each once,
+// whatever order its lines were built in (remarks to the user after the
+// agent's notes).
+func TestIDRangeInMessageOrder(t *testing.T) {
+	for _, tc := range []struct {
+		adds [][]string
+		want string
+	}{
+		{[][]string{{"m0011"}, {"m0003", "m0005"}, {"m0011"}}, "m0003, m0005, m0011"},
+		{[][]string{{"m0017"}, {"m0003"}, {"m0011", "m0011"}, {"m0009"}}, "m0003–m0017"},
+		{[][]string{{"m0099"}, {"m0100"}}, "m0099, m0100"},
+	} {
+		var r idRange
+		for _, ids := range tc.adds {
+			r.add(ids)
+		}
+		if got := rangeOf(r.ids()); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.adds, got, tc.want)
+		}
+	}
 }

@@ -317,6 +317,7 @@ func shortenUser(text string, capTokens int) string {
 // created and deleted within the span is left out.
 func (l *layout) buildFiles(recency func(int) float64) {
 	m := l.m
+	checks := m.changeChecks()
 	for k, f := range m.sortedFiles() {
 		order := float64(k)
 		views := viewSteps(m, f)
@@ -356,11 +357,17 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		}
 		// The file's line tells its changes too: steps that only changed it
 		// need no line of their own.
-		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(views, toldChanges(f, changeSteps(m, f))...)}
+		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(append(views, toldChanges(f, changeSteps(m, f))...), checks[f]...)}
 		// (The last run's result is read only for the last check: a warm
 		// Write does not read every script's output again.)
 		runInState := m.isCheck(f.lastRun) && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
 		it.texts = m.fileTexts(f, runInState, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv, runInState) })
+		if cs := checks[f]; len(cs) > 0 {
+			checked := checksText(cs)
+			for lv := range it.texts {
+				it.texts[lv] += checked
+			}
+		}
 		// A file shown whole needs no key lines: they would follow its
 		// content as if they were its last line.
 		if notable := fileNotable(m.viewsSinceChange(f, views), 2); len(notable) > 0 && !shownWhole(f, levelFull) {
@@ -1340,55 +1347,108 @@ func (l *layout) buildSteps(recency func(int) float64) {
 			p += 1 // a search's results are what the next choice is made from
 		case s.f.out.empty && !s.failed && (k == kindRun || k == kindOther):
 			p -= 1.5 // "ok, no output" tells little
-		case m.checksChange(s):
-			p -= 2 // the file's line tells the change it finds
 		}
 		l.items = append(l.items, m.groupItem(g, p))
 	}
 }
 
-// checksChange reports a grep of one file whose every hit is text an
-// earlier change of that file put there ("grep 'if shape else 1'
-// dense_ndim_array.py" after `if shape else 0` → `if shape else 1`, both
-// hits the changed lines): a check that the edit landed, which the file's
-// line already tells. (A grep that finds other lines too, or whose
-// pattern the old text held as well, is a search.)
-func (m *model) checksChange(s *step) bool {
-	if s.checks == 0 {
-		s.checks = 1
-		if m.readChecksChange(s) {
-			s.checks = 2
+// changeChecks are the greps that only check a change landed
+// (checksChange), by the file they check: its line names them, in place
+// of step lines that would quote the changed lines again.
+func (m *model) changeChecks() map[*fileState][]*step {
+	var checks map[*fileState][]*step
+	for _, s := range m.steps {
+		if s.f.call.grepped == "" || !m.checksChange(s) {
+			continue
 		}
+		if checks == nil {
+			checks = map[*fileState][]*step{}
+		}
+		f := m.file(s.f.call.greppedIn, false)
+		checks[f] = append(checks[f], s)
 	}
-	return s.checks == 2
+	return checks
 }
 
-func (m *model) readChecksChange(s *step) bool {
+// checksText tells the greps that found a file's new text, with the
+// lines they found it at when they numbered them: "; grep [m0033] finds
+// the new text at line 917".
+func checksText(cs []*step) string {
+	var b strings.Builder
+	for _, s := range cs {
+		b.WriteString("; grep [" + s.id() + "] finds the new text")
+		hits, _ := searchHits(s.f.out.lines)
+		if lines := hitLines(hits); len(lines) == len(hits) && len(lines) > 0 {
+			at := " at line "
+			if len(lines) > 1 {
+				at = " at lines "
+			}
+			b.WriteString(at + strings.Join(headLines(lines, 6), ", "))
+			if len(lines) > 6 {
+				b.WriteString(", …")
+			}
+		}
+	}
+	return b.String()
+}
+
+// checksChange reports a grep of one file whose every hit is text a
+// change of that file put there, a change that still stands ("grep 'if
+// shape else 1' dense_ndim_array.py" after `if shape else 0` → `if shape
+// else 1`, both hits the changed lines): a check that the edit landed,
+// which the file's line tells. (A grep that finds other lines too, or
+// whose pattern the old text held as well, is a search; one of a change
+// since undone tells what the undo took back.)
+func (m *model) checksChange(s *step) bool {
+	if s.checks == 0 {
+		s.checks, s.checkOf = 1, m.readCheckedChange(s)
+	}
+	if s.checkOf == "" {
+		return false
+	}
+	f := m.file(s.f.call.greppedIn, false)
+	return f != nil && slices.ContainsFunc(f.changes, func(ch change) bool { return ch.id == s.checkOf })
+}
+
+// readCheckedChange returns the id of the newest change made before s,
+// standing or undone since, whose new text every hit of s holds: read
+// once, it is the same whatever came after s.
+func (m *model) readCheckedChange(s *step) string {
 	c := &s.f.call
 	if c.grepped == "" || len(c.grepped) < 4 || s.failed {
-		return false
+		return ""
 	}
 	f := m.file(c.greppedIn, false)
 	if f == nil {
-		return false
+		return ""
 	}
 	hits, n := searchHits(s.f.out.lines)
 	if n == 0 || n != len(hits) {
-		return false
+		return ""
 	}
-	for _, ch := range f.changes {
-		if m.stepAt(ch.id) >= s.n {
-			break
+	found, at := "", -1
+	try := func(ch change) {
+		k := m.stepAt(ch.id)
+		if k >= s.n || k <= at {
+			return
 		}
 		sub := substitutionRe.FindStringSubmatch(ch.what)
 		if sub == nil || !strings.Contains(sub[3], c.grepped) || strings.Contains(sub[2], c.grepped) || strings.Contains(sub[3], "…") {
-			continue
+			return
 		}
 		if !slices.ContainsFunc(hits, func(h string) bool { return !strings.Contains(h, strings.TrimSpace(sub[3])) }) {
-			return true
+			found, at = ch.id, k
 		}
 	}
-	return false
+	for _, ch := range f.changes {
+		try(ch)
+	}
+	for _, u := range f.undone {
+		for _, ch := range u.changes {
+			try(ch)
+		}
+	}
+	return found
 }
 
 // groupSteps are the steps a group's line tells: its own, after the

@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -148,5 +149,35 @@ func TestChecksChange(t *testing.T) {
 		if got := m.checksChange(m.steps[i]); got != want {
 			t.Errorf("step %d (%s): checksChange = %v, want %v", i, m.steps[i].f.call.label, got, want)
 		}
+	}
+	// The file's line names the check, where it found the new text, and
+	// the check has no step line of its own.
+	d := write(t, b.msgs, 2000)
+	mustContain(t, d.Text, "- sympy/dense.py: every `if shape else 0` → `if shape else 1` [m0005]")
+	mustContain(t, d.Text, "; grep [m0007] finds the new text\n")
+	mustNotContain(t, d.Text, "- [m0007] grep")
+	// Once the change is undone, the grep checked nothing that stands: it
+	// is a step again, told the same by a Write that read it before the
+	// undo (the memo) and by one that reads it after.
+	var w Warm
+	in := Input{Span: b.msgs, BudgetTokens: 2000, CountTokens: counter(t), Warm: &w}
+	if _, err := Write(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	b.bash("Undo.", "git checkout sympy/dense.py", rc(0, ""))
+	in.Span = b.msgs
+	warm, err := Write(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := write(t, b.msgs, 2000)
+	if warm.Text != fresh.Text {
+		t.Errorf("warm and fresh differ:\n%s\n---\n%s", warm.Text, fresh.Text)
+	}
+	mustContain(t, fresh.Text, "- [m0007] grep \"if shape else 1\" sympy/dense.py →")
+	mustNotContain(t, fresh.Text, "finds the new text")
+	m = build(nil, b.msgs, nil, nil)
+	if m.checksChange(m.steps[2]) {
+		t.Error("a grep of a change since undone checks it")
 	}
 }
