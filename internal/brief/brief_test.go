@@ -157,7 +157,17 @@ func TestHandOffRules(t *testing.T) {
 			budget: 900,
 			wanted: []string{"last check after the last change: [m0007] python repro.py → exit 1: AttributeError: Unable to convert the pixel data",
 				"- [m0007] python repro.py → the last check, in STATE", "last run [m0007] → the last check, in STATE"},
-			unwanted: []string{"- [m0007] python repro.py → exit 1", "last run [m0007] → exit 1"},
+			unwanted: []string{"- [m0007] python repro.py → exit 1", "last run [m0007] → exit 1", "nothing that existed before"},
+		},
+		{
+			name: "a run that fails before any file that was there changed is told as such",
+			build: func(b *spanBuilder) {
+				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
+					bash("Run it.", "python repro.py", rc(1, "AttributeError: PixelRepresentation is missing"))
+			},
+			budget: 900,
+			wanted: []string{"- changed: nothing that existed before; created and still present: repro.py\n",
+				"last check after the last change: [m0005] python repro.py → exit 1: AttributeError: PixelRepresentation is missing — still failing"},
 		},
 		{
 			name: "a failure seen again is told by the step that first showed it; the same message elsewhere is another error",

@@ -859,13 +859,20 @@ func outputText(s *step, level int) string {
 	if elided {
 		first = "… " + first
 	}
+	tally := verdictTally(o.lines)
 	if level == levelMin {
+		if tally != "" {
+			return clip(first, max(30, 80-len(tally))) + " … " + tally
+		}
 		return clip(first, 80)
 	}
 	parts := []string{clip(first, 140)}
 	verdict := verdictLine(o.lines)
 	if verdict != "" && (verdict == raw || strings.Contains(first, verdict)) {
 		verdict = ""
+	}
+	if verdict == "" {
+		verdict = tally
 	}
 	if verdict != "" && level == levelShort {
 		// The conclusion takes its room from the first line's: the
@@ -952,6 +959,46 @@ func shortenLeads(lines []string) []string {
 		seen[name] = true
 	}
 	return out
+}
+
+// verdictTally counts the lines of a script's output that end in its own
+// verdict on one case ("ImmutableDenseNDimArray passed.") or lead with it
+// ("PASS: .a/foo.py was ignored", "✗ empty input"): "4 lines say passed,
+// 1 says failed". A script that checks several cases prints its result
+// that way, and its first line is only the first case. "" unless two or
+// more lines, at most half of them, say so.
+func verdictTally(lines []string) string {
+	var passed, failed, n int
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if t == "" {
+			continue
+		}
+		n++
+		low := strings.ToLower(strings.TrimRight(t, ".!"))
+		switch {
+		case strings.HasSuffix(low, " passed") || strings.HasPrefix(t, "PASS: ") || strings.HasPrefix(t, "PASSED: ") || strings.HasPrefix(t, "✓ "):
+			passed++
+		case strings.HasSuffix(low, " failed") || strings.HasPrefix(t, "FAIL: ") || strings.HasPrefix(t, "FAILED: ") || strings.HasPrefix(t, "✗ "):
+			failed++
+		}
+	}
+	if passed+failed < 2 || 2*(passed+failed) > n {
+		return ""
+	}
+	say := func(k int, what string) string {
+		if k == 1 {
+			return "1 says " + what
+		}
+		return strconv.Itoa(k) + " say " + what
+	}
+	switch {
+	case failed == 0:
+		return strconv.Itoa(passed) + " lines say passed, none failed"
+	case passed == 0:
+		return strconv.Itoa(failed) + " lines say failed, none passed"
+	}
+	return say(passed, "passed") + ", " + say(failed, "failed")
 }
 
 // verdictLine is the conclusion a script printed near its end: a line

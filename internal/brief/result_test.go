@@ -181,3 +181,26 @@ func TestChecksChange(t *testing.T) {
 		t.Error("a grep of a change since undone checks it")
 	}
 }
+
+// A script that checks several cases says each one's verdict on its own
+// line: the result counts them, where the first line is only the first
+// case.
+func TestVerdictTally(t *testing.T) {
+	for _, tc := range []struct {
+		out  string
+		want string
+	}{
+		{"Testing A...\n  len = 1\n  A passed.\nTesting B...\n  len = 3\n  B passed.", "2 lines say passed, none failed"},
+		{"PASS: a was ignored\nchecking b\nFAIL: b was not ignored\nchecking c\nchecking d", "1 says passed, 1 says failed"},
+		{"✗ empty input\n✗ one item\nran 2 cases\ndone", "2 lines say failed, none passed"},
+		// One verdict is the verdict line's to tell; a listing of code
+		// whose every line says pass is no tally.
+		{"Testing A...\nA passed.\ndone", ""},
+		{"if x:\n    pass\nelse:\n    pass", ""},
+		{"A passed\nB passed\nC passed", ""}, // every line: the output is short and told whole
+	} {
+		if got := verdictTally(strings.Split(tc.out, "\n")); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.out, got, tc.want)
+		}
+	}
+}

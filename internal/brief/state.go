@@ -66,7 +66,13 @@ func (m *model) stateLines() []string {
 		parts = append(parts, "changed before this span (see FILES): "+strings.Join(earlier, ", "))
 	}
 	if len(scratch) > 0 {
-		parts = append(parts, "created and still present: "+strings.Join(scratch, ", "))
+		t := "created and still present: " + strings.Join(scratch, ", ")
+		if len(changed) == 0 && len(earlier) == 0 && m.prior == nil && m.hasEditTools() {
+			// A failing run is then the failure before any fix (a
+			// reproduction), not a fix that did not work.
+			t = "changed: nothing that existed before; " + t
+		}
+		parts = append(parts, t)
 	}
 	if len(recs) > 0 {
 		parts = append(parts, "records changed: "+strings.Join(recs, ", "))
