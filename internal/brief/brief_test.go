@@ -148,6 +148,21 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"ALSO MENTIONED", "1 lookup at m0008"},
 		},
 		{
+			name: "a listing waits for the richer detail of what matters more: the reason for an undo, whole",
+			build: func(b *spanBuilder) {
+				b.bash("Look around.", "ls -R django/db/models/fields", rc(0, "__init__.py\nfiles.py\nmixins.py\nproxy.py\nrelated.py\nrelated_descriptors.py\nrelated_lookups.py\nreverse_related.py")).
+					bash("Fix it everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
+					bash("THOUGHT: This seems wrong based on \"default should avoid archived articles\". So I should revert changes to lines 987 and 1671 and keep only line 917.", "git checkout django/db/models/fields/related.py", rc(0, "")).
+					bash("Only the validate line.", "sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
+					bash("Check.", "python reproduce_issue.py", rc(0, "Form is valid"))
+			},
+			// Before: the listing took its least detail first, and the
+			// reason was cut at "So I should revert changes to…".
+			budget:   310,
+			wanted:   []string{"So I should revert changes to lines 987 and 1671 and keep only line 917.", "LEFT OUT FOR SIZE: 1 listing at m0003."},
+			unwanted: []string{"- [m0003] ls -R"},
+		},
+		{
 			name: "the last check's result is quoted by STATE alone; its step and its script's line point there",
 			build: func(b *spanBuilder) {
 				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).

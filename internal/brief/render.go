@@ -2263,6 +2263,9 @@ func (l *layout) choose(scale float64) {
 	// identifiers of the items taken, read once a line needs it.
 	var shown map[string]bool
 	for _, it := range opt {
+		if it.prio < fillerPrio {
+			continue // after every richer detail (pass 3)
+		}
 		lv := it.smallest()
 		c := cost(it.texts[lv]) + 1
 		if used+c <= room-reserve {
@@ -2342,8 +2345,24 @@ func (l *layout) choose(scale float64) {
 			}
 		}
 	}
+	// Pass 3: lines that tell little (a listing, a question the user
+	// answered) take what room is left, at their least detail.
+	for _, it := range opt {
+		if it.prio >= fillerPrio {
+			continue
+		}
+		lv := it.smallest()
+		if c := cost(it.texts[lv]) + 1; used+c <= room-reserve {
+			it.level = lv
+			used += c
+		}
+	}
 	l.finish(room-used, scale)
 }
+
+// fillerPrio is the priority under which a line waits for every richer
+// detail of the others.
+const fillerPrio = 2.5
 
 // indexRoomOf estimates the index's room for the names an item's text at
 // level lv carries and no line shown does, which the index lists when the

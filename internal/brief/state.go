@@ -67,7 +67,7 @@ func (m *model) stateLines() []string {
 	}
 	if len(scratch) > 0 {
 		t := "created and still present: " + strings.Join(scratch, ", ")
-		if len(changed) == 0 && len(earlier) == 0 && m.prior == nil && m.hasEditTools() {
+		if failing, _ := m.stillFailing(); failing != nil && len(changed) == 0 && len(earlier) == 0 && m.prior == nil && m.hasEditTools() {
 			// A failing run is then the failure before any fix (a
 			// reproduction), not a fix that did not work.
 			t = "changed: nothing that existed before; " + t
