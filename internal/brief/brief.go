@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/briefd/briefd"
@@ -325,7 +324,7 @@ func header(m *model, depth int) string {
 	if depth > 0 {
 		h += "an earlier briefing folded in, then "
 	}
-	h += strconv.Itoa(m.messages) + " messages, " + strconv.Itoa(len(m.steps)) + " tool calls"
+	h += plural(m.messages, "message") + ", " + plural(len(m.steps), "tool call")
 	return h + "); [mNNNN] = source message."
 }
 

@@ -163,6 +163,19 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"- [m0003] ls -R"},
 		},
 		{
+			name: "a profile's contact details come after its tier; a tier the user claimed is kept as the record says it",
+			build: func(b *spanBuilder) {
+				b.user("I'm a silver member, so I should get a full refund. My user ID is aarav_ahmed_6699.").
+					step("", "get_user_details", `{"user_id":"aarav_ahmed_6699"}`, `{"name": {"first_name": "Aarav", "last_name": "Ahmed"}, "address": {"address1": "176 Willow Lane", "address2": "Suite 431", "city": "Los Angeles", "country": "USA", "zip": "90009"}, "email": "aarav.ahmed6812@example.com", "dob": "1981-05-26", "payment_methods": {"credit_card_9074831": {"source": "credit_card", "brand": "mastercard", "last_four": "7334", "id": "credit_card_9074831"}}, "membership": "silver", "reservations": ["M20IZO", "N6F783"]}`).
+					say("I see your profile.")
+			},
+			budget: 900,
+			// Before: "…; address 176 Willow Lane Suite 431; email …; dob
+			// 1981-05-26", and no membership (the user had said "silver").
+			wanted:   []string{"membership silver; address 176 Willow Lane Suite 431; email aarav.ahmed6812@example.com\n", "(4 messages, 1 tool call)"},
+			unwanted: []string{"- aarav_ahmed_6699 [m0004]: address"},
+		},
+		{
 			name: "the last check's result is quoted by STATE alone; its step and its script's line point there",
 			build: func(b *spanBuilder) {
 				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).

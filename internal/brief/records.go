@@ -3,6 +3,7 @@ package brief
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -432,6 +433,13 @@ func (r *record) line(prefer func(string) bool, max int) string {
 		if looksLikeDate(f.value) {
 			n += 2 // policies reason about dates (bookings older than 24 h)
 		}
+		if contactFieldRe.MatchString(f.name) {
+			// How to reach the person: no tool takes it and no rule
+			// weighs it, where a tier or a payment method decides what
+			// the agent may do. (A policy's list of a profile's fields
+			// names it as it names them.)
+			n -= 4
+		}
 		return -n
 	}
 	sort.SliceStable(fields, func(i, j int) bool { return rank(fields[i]) < rank(fields[j]) })
@@ -452,6 +460,9 @@ func (r *record) line(prefer func(string) bool, max int) string {
 	}
 	return b.String()
 }
+
+// contactFieldRe names the fields that say how to reach a person.
+var contactFieldRe = regexp.MustCompile(`(?i)^(?:address|addresses|email|e_mail|phone|phone_number|mobile|fax|contact)$`)
 
 // holdsIDs reports whether a value carries ids (gift_card_7397998,
 // HAT247, 8C8K4E): tokens mixing letters and digits, which the agent

@@ -1173,10 +1173,11 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 	if t == nil {
 		rest := r.rec
 		rest.id = ""
-		// A field naming another record in play, or a value the user
-		// stated (user_id), says nothing new.
+		// A field naming another record in play, or an id the user stated
+		// (user_id), says nothing new. (A user's claim the record bears
+		// out, "silver", is a fact: the user may be wrong.)
 		rest.fields = slices.DeleteFunc(slices.Clone(rest.fields), func(f field) bool {
-			return f.value != r.id && (m.records[f.value] != nil || m.userSaid(f.value))
+			return f.value != r.id && (m.records[f.value] != nil || holdsIDs(f.value) && m.userSaid(f.value))
 		})
 		rest.fields = loopFields(rest.fields, rest.loop)
 		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
