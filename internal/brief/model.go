@@ -900,7 +900,13 @@ var (
 	decisionRe = regexp.MustCompile(`(?i)\b(?:it(?:'s| is) (?:possible|likely) that|(?:is|are) (?:likely|probably) (?:related|caused|due)|instead|decided|decide to|revert|because|root cause|the (?:issue|problem|bug|fix|cause|reason) (?:is|was|lies)|lies (?:in|within)|this means|which means|means that|rather than|not needed|unnecessary|confirms?|confirmed|is fixed|are fixed|works now|now works|still fails|so I should|I should (?:not|keep|only|revert|change|use|also)|we should (?:not|keep|only|use)|must (?:not|be|use))\b`)
 )
 
-func isIntention(s string) bool { return intentRe.MatchString(s) }
+// isIntention reports a sentence in which the agent says what it will do;
+// "let me know" asks the user instead ("If you have any further
+// questions, let me know.").
+func isIntention(s string) bool {
+	loc := intentRe.FindStringIndex(s)
+	return loc != nil && !strings.HasPrefix(strings.ToLower(s[loc[1]:]), " know")
+}
 
 // hypothesisRe marks a lead rather than a decision.
 var hypothesisRe = regexp.MustCompile(`(?i)\b(?:possible|likely|probably|might|suspect)\b`)

@@ -1800,6 +1800,15 @@ var strongDecisionRe = regexp.MustCompile(`(?i)\b(?:should (?:revert|keep|only|n
 // room (a refusal and its reason, an offer awaiting an answer).
 func (l *layout) buildTold(recency func(int) float64, next string) {
 	m := l.m
+	// The agent's newest refusal ("a full refund is not possible") is a
+	// decision the next turns stand on; earlier ones it repeats.
+	refused := -1
+	for k := len(m.told) - 1; k >= 0; k-- {
+		if refusalOf(m.told[k].text) != "" {
+			refused = k
+			break
+		}
+	}
 	for k, t := range m.told {
 		if strings.HasPrefix(next, "the user has not yet answered ["+t.id+"]") {
 			continue // the next step quotes it
@@ -1822,9 +1831,28 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 		// At the least, what it ends on: the question or offer the user
 		// answers next.
 		it.texts[levelMin] = "- [" + t.id + "] to the user: " + endingOf(text, 180)
+		if k == refused {
+			it.prio += 1
+			it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(refusalOf(text), 200)
+		}
 		l.items = append(l.items, it)
 	}
 }
+
+// refusalOf returns the sentences of a message to the user that refuse
+// or rule something out ("Since your booking was made on May 12th, a full
+// refund is not possible"), or "".
+func refusalOf(text string) string {
+	var out []string
+	for _, s := range sentences(plainText(text)) {
+		if refusalRe.MatchString(s) && !strings.HasSuffix(s, "?") {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+var refusalRe = regexp.MustCompile(`(?i)\b(?:(?:is|are|was) not (?:possible|eligible|allowed|permitted|available|refundable)|not eligible|cannot|can ?not|can't|unable to|against (?:the|our) policy|(?:does|do) not (?:allow|permit|cover|override|qualify)|doesn't (?:allow|permit|cover|qualify)|no longer (?:possible|available))\b`)
 
 // onlyAsks reports a message that only asks the user for something their
 // answer will say ("I can help you with that. Could you please provide

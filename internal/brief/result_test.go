@@ -204,3 +204,47 @@ func TestVerdictTally(t *testing.T) {
 		}
 	}
 }
+
+// The agent's newest refusal is a decision: at its least detail its line
+// keeps the sentences that refuse, not the courtesy it ends on; a
+// courtesy's "let me know" is no intention of the agent's.
+func TestToldRefusal(t *testing.T) {
+	refusal := "As a silver member, the membership status does not override the cancellation policy. The policy allows a full refund only within 24 hours of booking. " +
+		"Since your booking was made on May 12th, a full refund is not possible under the current circumstances. If you have any further questions, let me know."
+	if got, want := refusalOf(refusal), "As a silver member, the membership status does not override the cancellation policy. Since your booking was made on May 12th, a full refund is not possible under the current circumstances."; got != want {
+		t.Errorf("refusalOf = %q, want %q", got, want)
+	}
+	for _, s := range []string{"Would you like to proceed?", "I can help you with that.", "Can you not do that?"} {
+		if got := refusalOf(s); got != "" {
+			t.Errorf("refusalOf(%q) = %q", s, got)
+		}
+	}
+	if isIntention("If you have any further questions, let me know.") || !isIntention("Let me check the reservation.") {
+		t.Error("isIntention: 'let me know' asks the user; 'let me check' is the agent's")
+	}
+	var b spanBuilder
+	b.user("Cancel my reservation M20IZO, I'm a silver member.").
+		step("", "get_reservation_details", `{"reservation_id":"M20IZO"}`, `{"reservation_id": "M20IZO", "cabin": "economy", "insurance": "no"}`).
+		say(refusal).
+		user("Can you check again?").
+		say("I checked again. Is there anything else I can help you with today?").
+		user("Then book me a flight from JFK to SFO.")
+	m := build(nil, b.msgs, nil, nil)
+	l := &layout{m: m, budget: 600, count: counter(t), indexShare: indexShare(m), memo: new(pieceMemo)}
+	l.build(DefaultUserCapTokens)
+	var told []*item
+	for _, it := range l.items {
+		if it.sec == secNotes && strings.Contains(it.texts[levelFull], "to the user:") {
+			told = append(told, it)
+		}
+	}
+	if len(told) != 2 {
+		t.Fatalf("%d lines of what the agent told the user, want 2", len(told))
+	}
+	if got, want := told[0].texts[levelMin], "- [m0006] to the user: As a silver member, the membership status does not override the cancellation policy. Since your booking was made on May 12th, a full refund is not possible under the current circumstances."; got != want {
+		t.Errorf("the refusal's least text:\n got %q\nwant %q", got, want)
+	}
+	if told[0].prio <= told[1].prio {
+		t.Errorf("the refusal (%.2f) is not raised above the remark after it (%.2f), made as late in the steps", told[0].prio, told[1].prio)
+	}
+}
