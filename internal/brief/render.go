@@ -2359,23 +2359,11 @@ func (l *layout) choose(scale float64) {
 	}
 	// Pass 2: richer detail, by priority.
 	for _, it := range opt {
-		if it.level < 0 {
-			continue
-		}
-		for lv := levelFull; lv < it.level; lv++ {
-			if it.texts[lv] == "" {
-				continue
-			}
-			extra := cost(it.texts[lv]) - cost(it.texts[it.level])
-			if used+extra <= room-reserve {
-				used += extra
-				it.level = lv
-				break
-			}
-		}
+		used = it.richer(used, room-reserve, cost)
 	}
 	// Pass 3: lines that tell little (a listing, a question the user
-	// answered) take what room is left, at their least detail.
+	// answered) take what room is left, at their least detail, then
+	// richer.
 	for _, it := range opt {
 		if it.prio >= fillerPrio {
 			continue
@@ -2386,7 +2374,30 @@ func (l *layout) choose(scale float64) {
 			used += c
 		}
 	}
+	for _, it := range opt {
+		if it.prio < fillerPrio {
+			used = it.richer(used, room-reserve, cost)
+		}
+	}
 	l.finish(room-used, scale)
+}
+
+// richer raises an item shown to the richest level that fits within
+// room, given used, and returns what is used then.
+func (it *item) richer(used, room float64, cost func(string) float64) float64 {
+	if it.level < 0 {
+		return used
+	}
+	for lv := levelFull; lv < it.level; lv++ {
+		if it.texts[lv] == "" {
+			continue
+		}
+		if extra := cost(it.texts[lv]) - cost(it.texts[it.level]); used+extra <= room {
+			it.level = lv
+			return used + extra
+		}
+	}
+	return used
 }
 
 // fillerPrio is the priority under which a line waits for every richer
