@@ -698,7 +698,7 @@ func TestHandOffRules(t *testing.T) {
 					say("Let's upgrade XEHM4B to economy and then cancel it. Please confirm if you would like to proceed.")
 			},
 			budget: 900,
-			wanted: []string{"NEXT: the user has not yet answered [m0010]: \"Let's upgrade XEHM4B to economy and then cancel it. Please confirm if you would like to proceed.\"; then read 3EMQJ6, A90KR2 (reservations of daiki_muller_1116 [m0005], not yet read)."},
+			wanted: []string{"NEXT: the user has not yet answered [m0010]: \"Let's upgrade XEHM4B to economy and then cancel it. Please confirm if you would like to proceed.\"; not yet read: 3EMQJ6, A90KR2\n"},
 		},
 		{
 			name: "a line that appends to a script and runs it tells what the script's last run did not print",

@@ -1673,6 +1673,11 @@ func (l *layout) buildNotes(recency func(int) float64) {
 			it.prio += 3
 			first = false
 		}
+		if m.concludesOnRecord(nl, nt.n) {
+			// "Reservation 59XX6W can be canceled because it has travel
+			// insurance": what the agent made of a record it read.
+			it.prio += 1.5
+		}
 		it.texts = m.noteTexts(nl, func(t *[levels]string) {
 			t[levelFull] = "- [" + nt.id + "] " + clipNote(nt.text, 260)
 			t[levelShort] = "- [" + nt.id + "] " + clipNote(nt.text, 140)
@@ -1680,6 +1685,17 @@ func (l *layout) buildNotes(recency func(int) float64) {
 		})
 		l.items = append(l.items, it)
 	}
+}
+
+// concludesOnRecord reports a note, written at step n, that names a
+// record read before it.
+func (m *model) concludesOnRecord(nl *noteLines, n int) bool {
+	for _, w := range nl.names {
+		if r := m.records[w]; r != nil && r.n < n {
+			return true
+		}
+	}
+	return false
 }
 
 // clipNote clips a decision to max bytes from the clause that decides:

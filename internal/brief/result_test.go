@@ -248,3 +248,29 @@ func TestToldRefusal(t *testing.T) {
 		t.Errorf("the refusal (%.2f) is not raised above the remark after it (%.2f), made as late in the steps", told[0].prio, told[1].prio)
 	}
 }
+
+// What the agent made of a record it read ("59XX6W can be canceled
+// because it has travel insurance") ranks above its other conclusions
+// of the same age.
+func TestNoteOnRecord(t *testing.T) {
+	var b spanBuilder
+	b.user("Cancel my reservations, my user ID is daiki_muller_1116.").
+		step("", "get_reservation_details", `{"reservation_id":"59XX6W"}`, `{"reservation_id": "59XX6W", "cabin": "economy", "insurance": "yes"}`).
+		step("Reservation 59XX6W can be canceled because it has travel insurance. The refund goes to credit_card_2408938 because it paid.", "think", `{"thought": "ok"}`, "")
+	m := build(nil, b.msgs, nil, nil)
+	l := &layout{m: m, budget: 600, count: counter(t), indexShare: indexShare(m), memo: new(pieceMemo)}
+	l.build(DefaultUserCapTokens)
+	prio := map[string]float64{}
+	for _, it := range l.items {
+		if it.sec == secNotes {
+			prio[it.texts[levelFull]] = it.prio
+		}
+	}
+	on, off := prio["- [m0006] Reservation 59XX6W can be canceled because it has travel insurance."], prio["- [m0006] The refund goes to credit_card_2408938 because it paid."]
+	if on == 0 || off == 0 {
+		t.Fatalf("notes: %v", prio)
+	}
+	if on <= off {
+		t.Errorf("the note on a record read (%.2f) does not rank above the other (%.2f)", on, off)
+	}
+}

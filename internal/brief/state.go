@@ -335,22 +335,22 @@ func allNoop(s *step) bool {
 // no call carried out, the one path a last search found, the error still
 // open; else nothing (""). A question is quoted in at most quote bytes.
 func (m *model) nextText(quote int) string {
-	unread := ""
+	var unread *idList
 	if u := m.unread(); len(u) > 0 {
-		l := u[len(u)-1]
-		unread = strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
+		unread = &u[len(u)-1]
 	}
 	// A question the agent asked last is what the next message answers:
-	// it comes before the records still to read, which it may be about.
+	// it comes before the records still to read, named then by their ids
+	// alone (the record that lists them is in RECORDS).
 	if m.asked != nil && m.asked.n == len(m.steps) {
 		t := "the user has not yet answered [" + m.asked.id + "]: \"" + endingOf(plainText(m.asked.text), quote) + "\""
-		if unread != "" {
-			t += "; then read " + unread
+		if unread != nil {
+			t += "; not yet read: " + strings.Join(unread.ids, ", ")
 		}
 		return t
 	}
-	if unread != "" {
-		return "read " + unread
+	if l := unread; l != nil {
+		return "read " + strings.Join(l.ids, ", ") + " (" + l.field + " of " + l.owner + " [" + l.id + "], not yet read)."
 	}
 	if d := m.drafted; d != nil && d.n == len(m.steps) && d.n > 0 {
 		// "Let's run it." names nothing: what it meant is the message's

@@ -309,6 +309,9 @@ type noteLines struct {
 	// and restatedTo the first later note not yet compared (the notes
 	// read are final, so each is compared once, not at every Write).
 	words         []string
+	// names are the note's words that could be a record's id ("59XX6W",
+	// "sofia_kim_7287"): buildNotes looks them up among the records.
+	names         []string
 	restated      bool
 	restatedKnown bool
 	restatedTo    int
@@ -350,7 +353,21 @@ func (m *model) noteLine(k int) *noteLines {
 // newNoteLines reads what a note's line reads of the note.
 func newNoteLines(nt note) noteLines {
 	return noteLines{id: nt.id, text: nt.text, weight: noteWeight(nt.text), hypothesis: hypothesisRe.MatchString(nt.text),
-		ids: []string{nt.id}, words: contentWords(nt.text)}
+		ids: []string{nt.id}, words: contentWords(nt.text), names: idWords(nt.text)}
+}
+
+// idWords are a text's words of five characters or more, letters, digits
+// and underscores, each once: the candidates for a record's id.
+func idWords(t string) []string {
+	var out []string
+	for _, w := range strings.FieldsFunc(t, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+	}) {
+		if len(w) >= 5 && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // noteTexts returns the texts of a note's line, written by write once.
