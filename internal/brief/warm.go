@@ -308,7 +308,7 @@ type noteLines struct {
 	// restated is its answer once every note it compares with is read,
 	// and restatedTo the first later note not yet compared (the notes
 	// read are final, so each is compared once, not at every Write).
-	words         []string
+	words []string
 	// names are the note's words that could be a record's id ("59XX6W",
 	// "sofia_kim_7287"): buildNotes looks them up among the records.
 	names         []string
