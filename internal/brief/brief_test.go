@@ -176,6 +176,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"- aarav_ahmed_6699 [m0004]: address"},
 		},
 		{
+			name: "a script's per-case verdicts are counted beside its first line",
+			build: func(b *spanBuilder) {
+				out := "Testing ImmutableDenseNDimArray...\n  Scalar: len(a) = 1, shape = ()\n  1D: len(b) = 3, shape = (3,)\n  ImmutableDenseNDimArray passed.\n" +
+					"Testing MutableDenseNDimArray...\n  Scalar: len(a) = 1, shape = ()\n  1D: len(b) = 3, shape = (3,)\n  MutableDenseNDimArray passed."
+				b.bash("Fix.", "sed -i 's/if shape else 0/if shape else 1/' sympy/dense.py", rc(0, "")).
+					bash("Test.", "python3 test_fix.py", rc(0, out))
+			},
+			budget: 900,
+			wanted: []string{"last check after the last change: [m0005] python3 test_fix.py → Scalar: len(a) = 1, shape = () … 2 lines say passed (8 lines)"},
+		},
+		{
 			name: "the last check's result is quoted by STATE alone; its step and its script's line point there",
 			build: func(b *spanBuilder) {
 				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
@@ -196,6 +207,29 @@ func TestHandOffRules(t *testing.T) {
 			budget: 900,
 			wanted: []string{"- changed: nothing that existed before; created and still present: repro.py\n",
 				"last check after the last change: [m0005] python repro.py → exit 1: AttributeError: PixelRepresentation is missing — still failing"},
+		},
+		{
+			name: "an edit undone since may be what fails: no 'nothing that existed before'",
+			build: func(b *spanBuilder) {
+				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
+					bash("Try a fix.", "sed -i '5i\\    x = 1' pixels.py", rc(0, "")).
+					bash("Run it.", "python repro.py", rc(1, "IndentationError: expected an indented block")).
+					bash("Undo.", "git checkout pixels.py", rc(0, ""))
+			},
+			budget:   900,
+			wanted:   []string{"created and still present: repro.py"},
+			unwanted: []string{"nothing that existed before"},
+		},
+		{
+			name: "an edit the steps are not read for may be what fails: no 'nothing that existed before'",
+			build: func(b *spanBuilder) {
+				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
+					bash("Try a fix.", "perl -pi -e 's/required = True/required = False/' pixels.py", rc(0, "")).
+					bash("Run it.", "python repro.py", rc(1, "AttributeError: PixelRepresentation is missing"))
+			},
+			budget:   900,
+			wanted:   []string{"created and still present: repro.py"},
+			unwanted: []string{"nothing that existed before"},
 		},
 		{
 			name: "a failure seen again is told by the step that first showed it; the same message elsewhere is another error",
@@ -2160,6 +2194,16 @@ func TestPricedOptions(t *testing.T) {
 	economy := func(w string) bool { return w == "economy" }
 	if got, want := pricedOptions(recs, economy), "2 parts (economy price of each): HAT069 123 then HAT011 177 or HAT258 167; HAT083 137 then HAT011 177"; got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	// "basic economy" names economy too: the longer is meant.
+	basic := func(w string) bool { return w == "basic_economy" || w == "economy" }
+	b1, b2 := flight("HAT069", "JFK", "SEA", "06:00", "12:00", 123, 333), flight("HAT011", "SEA", "SFO", "13:00", "15:00", 177, 294)
+	b1 = strings.Replace(b1, `"prices": {`, `"prices": {"basic_economy": 61, `, 1)
+	b2 = strings.Replace(b2, `"prices": {`, `"prices": {"basic_economy": 75, `, 1)
+	b3 := strings.Replace(flight("HAT258", "SEA", "SFO", "17:00", "19:00", 167, 417), `"prices": {`, `"prices": {"basic_economy": 80, `, 1)
+	withBasic := parseRecords("[["+b1+", "+b2+"], ["+b1+", "+b3+"]]", "")
+	if got, want := pricedOptions(withBasic, basic), "2 parts (basic_economy price of each): HAT069 61 then HAT011 75 or HAT258 80"; got != want {
+		t.Errorf("basic economy:\n got %q\nwant %q", got, want)
 	}
 	// No class named, or every class: which price would be a guess.
 	for name, named := range map[string]func(string) bool{

@@ -963,10 +963,14 @@ func shortenLeads(lines []string) []string {
 
 // verdictTally counts the lines of a script's output that end in its own
 // verdict on one case ("ImmutableDenseNDimArray passed.") or lead with it
-// ("PASS: .a/foo.py was ignored", "✗ empty input"): "4 lines say passed,
-// 1 says failed". A script that checks several cases prints its result
-// that way, and its first line is only the first case. "" unless two or
-// more lines, at most half of them, say so.
+// ("PASS: .a/foo.py was ignored", "✗ empty input"): "4 lines say passed",
+// "3 lines say passed, 1 says failed". A script that checks several cases
+// prints its result that way, and its first line is only the first case.
+// It tells what it counted, not that nothing else failed: a runner marks
+// failures in ways it does not read (Mocha's "1) name"). "" unless two or
+// more lines, at most half of them, say so, and the output holds no
+// traceback or error line (the run broke: its PASS lines mean nothing)
+// and was not cut.
 func verdictTally(lines []string) string {
 	var passed, failed, n int
 	for _, l := range lines {
@@ -974,8 +978,14 @@ func verdictTally(lines []string) string {
 		if t == "" {
 			continue
 		}
+		if isCut(t) || errorLineRe.MatchString(t) || exceptionRe.MatchString(t) && strings.Contains(t, ":") {
+			return ""
+		}
 		n++
 		low := strings.ToLower(strings.TrimRight(t, ".!"))
+		if strings.Contains(low, "pass") && strings.Contains(low, "fail") {
+			continue // a summary of both ("2 passed; 2 failed")
+		}
 		switch {
 		case strings.HasSuffix(low, " passed") || strings.HasPrefix(t, "PASS: ") || strings.HasPrefix(t, "PASSED: ") || strings.HasPrefix(t, "✓ "):
 			passed++
@@ -994,9 +1004,9 @@ func verdictTally(lines []string) string {
 	}
 	switch {
 	case failed == 0:
-		return strconv.Itoa(passed) + " lines say passed, none failed"
+		return strconv.Itoa(passed) + " lines say passed"
 	case passed == 0:
-		return strconv.Itoa(failed) + " lines say failed, none passed"
+		return strconv.Itoa(failed) + " lines say failed"
 	}
 	return say(passed, "passed") + ", " + say(failed, "failed")
 }
@@ -1185,7 +1195,7 @@ func recordsText(m *model, s *step, level int) string {
 	}
 	var parts []string
 	for _, r := range headLines2(recs, max) {
-		parts = append(parts, r.line(m.prefersField, []int{150, 60}[level]))
+		parts = append(parts, r.line(m.fieldWeight, []int{150, 60}[level]))
 	}
 	t += ": " + strings.Join(parts, " | ")
 	if len(recs) > max {
@@ -1521,12 +1531,22 @@ func pricedOptions(recs []record, named func(string) bool) string {
 	}
 	var price *digestColumn
 	for _, c := range digestColumns(parts) {
-		if c.keys != nil && priceRe.MatchString(c.name) {
-			if k := namedKeys(c.keys, named); len(k) == 1 {
-				c = c.onlyKeys(named)
-				price = &c
-				break
-			}
+		if c.keys == nil || !priceRe.MatchString(c.name) {
+			continue
+		}
+		// "basic economy" names economy too: the longer key is the one
+		// meant.
+		var keys []string
+		for _, i := range namedKeys(c.keys, named) {
+			keys = append(keys, c.keys[i])
+		}
+		keys = slices.DeleteFunc(keys, func(k string) bool {
+			return slices.ContainsFunc(keys, func(o string) bool { return o != k && strings.Contains(o, k) })
+		})
+		if len(keys) == 1 {
+			c = c.onlyKeys(func(w string) bool { return w == keys[0] })
+			price = &c
+			break
 		}
 	}
 	if price == nil {

@@ -343,6 +343,13 @@ type model struct {
 	// stepN maps the messages of steps[:stepNN] to their steps' order.
 	stepN  map[string]int
 	stepNN int
+	// unreadEdits reports a command among steps[:unreadEditsN] that may
+	// edit files unread (touchedExisting).
+	unreadEdits  bool
+	unreadEditsN int
+	// tools are the tool names of steps[:toolsN], each once (toolTakes).
+	tools  []string
+	toolsN int
 	// userLines memoizes the items of the user's messages (see
 	// userItem).
 	userLines []*userLine
@@ -2262,6 +2269,36 @@ func (m *model) prefersField(name string) bool {
 	}
 	n := strings.ToLower(name)
 	return strings.Contains(m.policy, n) || strings.Contains(m.policy, strings.ReplaceAll(n, "_", " "))
+}
+
+// fieldWeight ranks a record's field for its line: 2 when the system
+// prompt names it (its policy reasons about it), less 4 when it says how
+// to reach the person (address, email, phone) and no tool of the
+// conversation takes it: a tier or a payment method decides what the
+// agent may do, and a policy's list of a profile's fields names the
+// contact details as it names them. A tool that changes an address
+// (modify_pending_order_address) makes it a field in play.
+func (m *model) fieldWeight(name string) int {
+	n := 0
+	if m.prefersField(name) {
+		n += 2
+	}
+	if contactFieldRe.MatchString(name) && !m.toolTakes(name) {
+		n -= 4
+	}
+	return n
+}
+
+// toolTakes reports a tool of the conversation whose name holds the
+// field's ("address" in modify_user_address).
+func (m *model) toolTakes(field string) bool {
+	for ; m.toolsN < len(m.steps); m.toolsN++ {
+		if t := strings.ToLower(m.steps[m.toolsN].f.call.tool); t != "" && !slices.Contains(m.tools, t) {
+			m.tools = append(m.tools, t)
+		}
+	}
+	f := strings.TrimSuffix(strings.ToLower(field), "es")
+	return slices.ContainsFunc(m.tools, func(t string) bool { return strings.Contains(t, f) })
 }
 
 // sortedRecords returns record states in first-seen order.

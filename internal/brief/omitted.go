@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,7 +74,7 @@ func (l *layout) countLeftOut() *leftOut {
 			}
 			lo.keys++
 		default:
-			lo.cited[it.sec].add(it.ids)
+			lo.cited[it.sec].add(it.ids, it.order)
 			lo.other = true
 		}
 	}
@@ -266,58 +267,52 @@ func (r *stepRuns) String() string {
 	return strings.Join(r.runs, ", ")
 }
 
-// idRange is what rangeOf reads of a list of ids added in parts, which
-// come in section order, not the messages': its first three distinct ids,
-// its least and greatest (idLess), and how many (an id repeated in a row
-// counted once).
+// idRange is what rangeOf reads of a list of ids added in parts, by the
+// lines of a section, which come in the order they were built, not the
+// order they print in: its first three distinct ids, its first and last
+// in print order (the lines' order), and how many (an id repeated,
+// counted once while few).
 type idRange struct {
 	n      int
 	head   [3]string
+	at     [3]float64
 	lo, hi string
+	lowAt  float64
+	highAt float64
 }
 
-func (r *idRange) add(ids []string) {
+func (r *idRange) add(ids []string, order float64) {
 	for _, id := range ids {
 		if r.n > 0 && r.n <= len(r.head) && slices.Contains(r.head[:r.n], id) {
 			continue // two lines of one message name it once
 		}
 		if r.n < len(r.head) {
-			r.head[r.n] = id
+			r.head[r.n], r.at[r.n] = id, order
 		}
-		if r.n == 0 || idLess(id, r.lo) {
-			r.lo = id
+		if r.n == 0 || order < r.lowAt {
+			r.lo, r.lowAt = id, order
 		}
-		if r.n == 0 || idLess(r.hi, id) {
-			r.hi = id
+		if r.n == 0 || order >= r.highAt {
+			r.hi, r.highAt = id, order
 		}
 		r.n++
 	}
 }
 
-// ids returns a list rangeOf writes as it writes the whole list in
-// message order: the few ids sorted, or the least and greatest as ends.
+// ids returns a list rangeOf writes as it writes the whole list in print
+// order: the few ids in their lines' order, or the first and last as ends.
 func (r *idRange) ids() []string {
 	if r.n <= len(r.head) {
-		few := slices.Clone(r.head[:r.n])
-		slices.SortFunc(few, func(a, b string) int {
-			if idLess(a, b) {
-				return -1
-			}
-			if idLess(b, a) {
-				return 1
-			}
-			return 0
-		})
+		k := make([]int, r.n)
+		for i := range k {
+			k[i] = i
+		}
+		slices.SortStableFunc(k, func(a, b int) int { return cmp.Compare(r.at[a], r.at[b]) })
+		few := make([]string, r.n)
+		for i, j := range k {
+			few[i] = r.head[j]
+		}
 		return few
 	}
 	return []string{r.lo, "", "", r.hi}
-}
-
-// idLess orders message ids as the span does when they are numbered
-// alike ("m0009" before "m0011"): shorter first, then by their text.
-func idLess(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) < len(b)
-	}
-	return a < b
 }

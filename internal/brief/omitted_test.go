@@ -1,6 +1,7 @@
 package brief
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -64,7 +65,11 @@ func referenceOmitted(l *layout) string {
 	leftAt := make([]int32, len(l.m.steps))
 	nLeft := 0
 	var keys []string
-	other := map[section][]string{}
+	type cited struct {
+		id    string
+		order float64
+	}
+	other := map[section][]cited{}
 	for _, it := range l.items {
 		if it.header {
 			continue
@@ -93,7 +98,9 @@ func referenceOmitted(l *layout) string {
 		case it.key != "":
 			keys = append(keys, it.key+" ["+strings.Join(headLines(it.ids, 1), "")+"]")
 		default:
-			other[it.sec] = append(other[it.sec], it.ids...)
+			for _, id := range it.ids {
+				other[it.sec] = append(other[it.sec], cited{id, it.order})
+			}
 		}
 	}
 	if nLeft == 0 && len(other) == 0 && len(keys) == 0 {
@@ -116,19 +123,41 @@ func referenceOmitted(l *layout) string {
 		parts = append(parts, "the lines of "+strings.Join(headLines(keys, 8), ", ")+moreCount(len(keys), 8))
 	}
 	for sec := secTask; sec < numSections; sec++ {
-		if ids := other[sec]; len(ids) > 0 {
-			// In message order, each id once.
-			slices.SortFunc(ids, func(a, b string) int {
-				if len(a) != len(b) {
-					return len(a) - len(b)
+		if cs := other[sec]; len(cs) > 0 {
+			// In the order the section prints them, each id once: a few
+			// listed, more as the first and last.
+			var distinct []cited
+			for _, c := range cs {
+				if !slices.ContainsFunc(distinct, func(d cited) bool { return d.id == c.id }) {
+					distinct = append(distinct, c)
 				}
-				return strings.Compare(a, b)
-			})
-			parts = append(parts, leftOutSection(sec)+rangeOf(slices.Compact(ids)))
+			}
+			var ids []string
+			if len(distinct) <= 3 {
+				slices.SortStableFunc(distinct, func(a, b cited) int { return cmp.Compare(a.order, b.order) })
+				for _, d := range distinct {
+					ids = append(ids, d.id)
+				}
+			} else {
+				lo, hi := cs[0], cs[0]
+				for _, c := range cs {
+					if c.order < lo.order {
+						lo = c
+					}
+					if c.order >= hi.order {
+						hi = c
+					}
+				}
+				ids = []string{lo.id, "", "", hi.id}
+			}
+			parts = append(parts, leftOutSection(sec)+rangeOf(ids))
 		}
 	}
 	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
 		parts = append(parts, "an earlier briefing's lines from "+rangeOf(mentionedIDs(p.leftOut)))
+	}
+	if len(parts) == 0 {
+		return "" // lines left out that cite no message name nothing
 	}
 	return strings.Join(parts, "; ") + "."
 }
@@ -249,17 +278,22 @@ func namedIDs(t string) idSet {
 // whatever order its lines were built in (remarks to the user after the
 // agent's notes).
 func TestIDRangeInMessageOrder(t *testing.T) {
+	type add struct {
+		ids   []string
+		order float64
+	}
 	for _, tc := range []struct {
-		adds [][]string
+		adds []add
 		want string
 	}{
-		{[][]string{{"m0011"}, {"m0003", "m0005"}, {"m0011"}}, "m0003, m0005, m0011"},
-		{[][]string{{"m0017"}, {"m0003"}, {"m0011", "m0011"}, {"m0009"}}, "m0003–m0017"},
-		{[][]string{{"m0099"}, {"m0100"}}, "m0099, m0100"},
+		{[]add{{[]string{"m0011"}, 8}, {[]string{"m0003"}, 0}, {[]string{"m0005"}, 2}, {[]string{"m0011"}, 8.001}}, "m0003, m0005, m0011"},
+		{[]add{{[]string{"m0017"}, 14}, {[]string{"m0003"}, 0}, {[]string{"m0011", "m0011"}, 8}, {[]string{"m0009"}, 6}}, "m0003–m0017"},
+		// Ids a client chose: the lines' order, not the ids' text.
+		{[]add{{[]string{"msg_f4c380"}, 1}, {[]string{"msg_1c390b"}, 5}, {[]string{"msg_9a2"}, 3}, {[]string{"msg_044"}, 9}}, "msg_f4c380–msg_044"},
 	} {
 		var r idRange
-		for _, ids := range tc.adds {
-			r.add(ids)
+		for _, a := range tc.adds {
+			r.add(a.ids, a.order)
 		}
 		if got := rangeOf(r.ids()); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.adds, got, tc.want)

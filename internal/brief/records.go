@@ -418,27 +418,20 @@ func looksLikeDate(s string) bool {
 
 // line renders a record as "ID: name value; name value", with the fields
 // the context names first and at most max bytes.
-func (r *record) line(prefer func(string) bool, max int) string {
+func (r *record) line(weigh func(string) int, max int) string {
 	var b strings.Builder
 	b.WriteString(r.id)
 	fields := append([]field(nil), r.fields...)
 	rank := func(f field) int {
 		n := 0
-		if prefer != nil && prefer(f.name) {
-			n += 2
+		if weigh != nil {
+			n += weigh(f.name)
 		}
 		if holdsIDs(f.value) {
 			n++
 		}
 		if looksLikeDate(f.value) {
 			n += 2 // policies reason about dates (bookings older than 24 h)
-		}
-		if contactFieldRe.MatchString(f.name) {
-			// How to reach the person: no tool takes it and no rule
-			// weighs it, where a tier or a payment method decides what
-			// the agent may do. (A policy's list of a profile's fields
-			// names it as it names them.)
-			n -= 4
 		}
 		return -n
 	}

@@ -363,10 +363,11 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		runInState := m.isCheck(f.lastRun) && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
 		it.texts = m.fileTexts(f, runInState, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv, runInState) })
 		if cs := checks[f]; len(cs) > 0 {
+			cs = cs[max(0, len(cs)-3):]
 			checked := checksText(cs)
-			for lv := range it.texts {
-				it.texts[lv] += checked
-			}
+			it.texts[levelFull] += checked
+			it.texts[levelShort] += checked
+			it.texts[levelMin] += "; checked by grep [" + rangeOf(stepIDs(cs)) + "]"
 		}
 		// A file shown whole needs no key lines: they would follow its
 		// content as if they were its last line.
@@ -1180,8 +1181,8 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			return f.value != r.id && (m.records[f.value] != nil || holdsIDs(f.value) && m.userSaid(f.value))
 		})
 		rest.fields = loopFields(rest.fields, rest.loop)
-		it.texts[levelFull] = head + rest.line(m.prefersField, 900)
-		it.texts[levelShort] = head + rest.line(m.prefersField, 260)
+		it.texts[levelFull] = head + rest.line(m.fieldWeight, 900)
+		it.texts[levelShort] = head + rest.line(m.fieldWeight, 260)
 		if slices.ContainsFunc(rest.fields, func(f field) bool { return f.brief != "" }) {
 			// Its items told by their ids and dates (not their routes and
 			// prices) before any other value is cut.
@@ -1190,7 +1191,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			for i := range items.fields {
 				items.fields[i].value = items.fields[i].briefValue()
 			}
-			it.texts[levelShort] = head + items.line(m.prefersField, 260)
+			it.texts[levelShort] = head + items.line(m.fieldWeight, 260)
 		}
 		// The least detail keeps the short values (a cabin, a flag, a date)
 		// and the ids of the long ones, as table rows do.
@@ -1212,7 +1213,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			}
 			brief.fields = append(brief.fields, f)
 		}
-		it.texts[levelMin] = head + brief.line(m.prefersField, 360)
+		it.texts[levelMin] = head + brief.line(m.fieldWeight, 360)
 		if len(it.texts[levelMin]) >= len(it.texts[levelShort]) {
 			// The ids of the long values (every reservation, every payment
 			// method) outweigh their first words cut short.
@@ -1371,26 +1372,29 @@ func (m *model) changeChecks() map[*fileState][]*step {
 	return checks
 }
 
-// checksText tells the greps that found a file's new text, with the
-// lines they found it at when they numbered them: "; grep [m0033] finds
-// the new text at line 917".
+// checksText names the greps that found a file's new text after its last
+// change, at most three, with the lines they found it on when numbered:
+// "; grep [m0033] finds the new text at line 917" (at the least detail,
+// "; checked by grep [m0033]").
 func checksText(cs []*step) string {
-	var b strings.Builder
-	for _, s := range cs {
-		b.WriteString("; grep [" + s.id() + "] finds the new text")
-		hits, _ := searchHits(s.f.out.lines)
-		if lines := hitLines(hits); len(lines) == len(hits) && len(lines) > 0 {
-			at := " at line "
-			if len(lines) > 1 {
-				at = " at lines "
-			}
-			b.WriteString(at + strings.Join(headLines(lines, 6), ", "))
-			if len(lines) > 6 {
-				b.WriteString(", …")
-			}
-		}
+	if len(cs) > 1 {
+		return "; greps [" + rangeOf(stepIDs(cs)) + "] find the new text"
 	}
-	return b.String()
+	s := cs[0]
+	t := "; grep [" + s.id() + "] finds the new text"
+	hits, n := searchHits(s.f.out.lines)
+	switch lines := hitLines(hits); {
+	case len(lines) == len(hits) && len(lines) == 1:
+		t += " at line " + lines[0]
+	case len(lines) == len(hits) && len(lines) > 1:
+		t += " at lines " + strings.Join(headLines(lines, 4), ", ")
+		if len(lines) > 4 {
+			t += ", …"
+		}
+	default:
+		t += " on " + plural(n, "line")
+	}
+	return t
 }
 
 // checksChange reports a grep of one file whose every hit is text a
@@ -1407,8 +1411,35 @@ func (m *model) checksChange(s *step) bool {
 	if s.checkOf == "" {
 		return false
 	}
+	// After the file's last change or undo, the text it found is the
+	// file's text now (one before it may have found text since replaced),
+	// and the change it checks must stand.
 	f := m.file(s.f.call.greppedIn, false)
-	return f != nil && slices.ContainsFunc(f.changes, func(ch change) bool { return ch.id == s.checkOf })
+	return f != nil && m.lastChangeAt(f) < s.n && slices.ContainsFunc(f.changes, func(ch change) bool { return ch.id == s.checkOf })
+}
+
+// changedLines reads the line numbers a change's text begins with ("line
+// 917: ", "lines 12, 40: "), or nil.
+func changedLines(prefix string) []string {
+	m := changedLinesRe.FindStringSubmatch(prefix)
+	if m == nil {
+		return nil
+	}
+	return strings.FieldsFunc(m[1], func(r rune) bool { return r == ',' || r == ' ' })
+}
+
+var changedLinesRe = regexp.MustCompile(`^lines? ([\d, ]+): $`)
+
+// lastChangeAt is the step of a file's newest change or undo, -1 for none.
+func (m *model) lastChangeAt(f *fileState) int {
+	n := -1
+	if k := len(f.changes); k > 0 {
+		n = m.stepAt(f.changes[k-1].id)
+	}
+	if k := len(f.undone); k > 0 {
+		n = max(n, m.stepAt(f.undone[k-1].id))
+	}
+	return n
 }
 
 // readCheckedChange returns the id of the newest change made before s,
@@ -1437,9 +1468,17 @@ func (m *model) readCheckedChange(s *step) string {
 		if sub == nil || !strings.Contains(sub[3], c.grepped) || strings.Contains(sub[2], c.grepped) || strings.Contains(sub[3], "…") {
 			return
 		}
-		if !slices.ContainsFunc(hits, func(h string) bool { return !strings.Contains(h, strings.TrimSpace(sub[3])) }) {
-			found, at = ch.id, k
+		if slices.ContainsFunc(hits, func(h string) bool { return !strings.Contains(h, strings.TrimSpace(sub[3])) }) {
+			return
 		}
+		// A change of named lines ("line 917: …"): a numbered hit on
+		// another line is text the change did not put there.
+		if at := changedLines(sub[1]); at != nil {
+			if lines := hitLines(hits); len(lines) == len(hits) && slices.ContainsFunc(lines, func(l string) bool { return !slices.Contains(at, l) }) {
+				return
+			}
+		}
+		found, at = ch.id, k
 	}
 	for _, ch := range f.changes {
 		try(ch)
@@ -1849,7 +1888,7 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 		it.texts[levelMin] = "- [" + t.id + "] to the user: " + endingOf(text, 180)
 		if k == refused {
 			it.prio += 1
-			it.texts[levelMin] = "- [" + t.id + "] to the user: " + clip(refusalOf(text), 200)
+			it.texts[levelMin] = "- [" + t.id + "] to the user: " + m.refusalLine(t, text)
 		}
 		l.items = append(l.items, it)
 	}
@@ -1857,16 +1896,45 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 
 // refusalOf returns the sentences of a message to the user that refuse
 // or rule something out ("Since your booking was made on May 12th, a full
-// refund is not possible"), or "".
-func refusalOf(text string) string {
+// refund is not possible"), or "". Not finding something ("I cannot find
+// a direct flight") is a result, not a refusal.
+func refusalOf(text string) string { return strings.Join(refusalSentences(text), " ") }
+
+func refusalSentences(text string) []string {
 	var out []string
 	for _, s := range sentences(plainText(text)) {
-		if refusalRe.MatchString(s) && !strings.HasSuffix(s, "?") {
+		if refusalRe.MatchString(s) && !strings.HasSuffix(s, "?") && !notFoundRe.MatchString(s) {
 			out = append(out, s)
 		}
 	}
-	return strings.Join(out, " ")
+	return out
 }
+
+// refusalLine is the least text of the agent's newest refusal to the
+// user: its refusing sentences not already a note of the message, then,
+// when it ends on a question or an offer, that ending, which the user's
+// next message answers ("However, I can issue a $100 certificate … Which
+// would you prefer?").
+func (m *model) refusalLine(t note, text string) string {
+	var keep []string
+	for _, s := range refusalSentences(text) {
+		if !slices.ContainsFunc(m.notes, func(nt note) bool { return nt.id == t.id && nt.text == s }) {
+			keep = append(keep, s)
+		}
+	}
+	r := strings.Join(keep, " ")
+	if pt := plainText(text); strings.HasSuffix(lastSentences(pt, 1), "?") {
+		if end := clip(lastSentences(pt, 2), 150); !strings.Contains(r, end) {
+			return clip(r, 110) + " … " + end
+		}
+	}
+	if r == "" {
+		return endingOf(text, 180)
+	}
+	return clip(r, 200)
+}
+
+var notFoundRe = regexp.MustCompile(`(?i)\b(?:cannot|can ?not|can't|unable to|could not|couldn't) (?:find|locate|see|retrieve|access|get|look up|fetch)\b`)
 
 var refusalRe = regexp.MustCompile(`(?i)\b(?:(?:is|are|was) not (?:possible|eligible|allowed|permitted|available|refundable)|not eligible|cannot|can ?not|can't|unable to|against (?:the|our) policy|(?:does|do) not (?:allow|permit|cover|override|qualify)|doesn't (?:allow|permit|cover|qualify)|no longer (?:possible|available))\b`)
 
@@ -3008,6 +3076,9 @@ func (l *layout) omittedText() string {
 	}
 	if p := l.m.prior; p != nil && len(mentionedIDs(p.leftOut)) > 0 {
 		parts = append(parts, "an earlier briefing's lines from "+rangeOf(mentionedIDs(p.leftOut)))
+	}
+	if len(parts) == 0 {
+		return "" // lines left out that cite no message name nothing
 	}
 	return strings.Join(parts, "; ") + "."
 }

@@ -141,21 +141,40 @@ func TestChecksChange(t *testing.T) {
 	if len(m.steps) != 4 {
 		t.Fatalf("%d steps, want 4", len(m.steps))
 	}
-	// A pattern the old text held too finds lines the change never made.
-	b.bash("Drop numpy's alias.", "sed -i 's/np.float(/float(/g' sympy/dense.py", rc(0, "")).
-		bash("Where is float( now?", `grep -n "float(" sympy/dense.py`, rc(0, "3:    x = float(a)\n9:    y = float(b)"))
-	m = build(nil, b.msgs, nil, nil)
-	for i, want := range []bool{false, false, true, false, false, false} {
+	for i, want := range []bool{false, false, true, false} {
 		if got := m.checksChange(m.steps[i]); got != want {
 			t.Errorf("step %d (%s): checksChange = %v, want %v", i, m.steps[i].f.call.label, got, want)
 		}
 	}
-	// The file's line names the check, where it found the new text, and
+	// The file's line names the check and how many lines it found, and
 	// the check has no step line of its own.
 	d := write(t, b.msgs, 2000)
-	mustContain(t, d.Text, "- sympy/dense.py: every `if shape else 0` → `if shape else 1` [m0005]")
-	mustContain(t, d.Text, "; grep [m0007] finds the new text\n")
+	mustContain(t, d.Text, "- sympy/dense.py: every `if shape else 0` → `if shape else 1` [m0005]; grep [m0007] finds the new text on 2 lines\n")
 	mustNotContain(t, d.Text, "- [m0007] grep")
+	// A pattern the old text held too finds lines the change never made;
+	// and after a later change of the file, the check's hits may be text
+	// since replaced: a step again.
+	b.bash("Drop numpy's alias.", "sed -i 's/np.float(/float(/g' sympy/dense.py", rc(0, "")).
+		bash("Where is float( now?", `grep -n "float(" sympy/dense.py`, rc(0, "3:    x = float(a)\n9:    y = float(b)"))
+	m = build(nil, b.msgs, nil, nil)
+	for i, want := range []bool{false, false, false, false, false, false} {
+		if got := m.checksChange(m.steps[i]); got != want {
+			t.Errorf("step %d (%s): checksChange = %v, want %v", i, m.steps[i].f.call.label, got, want)
+		}
+	}
+	d = write(t, b.msgs, 2000)
+	mustContain(t, d.Text, "- [m0007] grep \"if shape else 1\" sympy/dense.py →")
+	// A change of one line, and a numbered grep whose hits include another
+	// line: not a check of it.
+	var c spanBuilder
+	c.bash("Fix line 917.", "sed -i '917s/_default_manager/_base_manager/' related.py", rc(0, "")).
+		bash("Check.", `grep -n "_base_manager" related.py`, rc(0, "412:        qs = self._base_manager.all()\n917:        qs = self.remote_field.model._base_manager.using(using)"))
+	if m := build(nil, c.msgs, nil, nil); m.checksChange(m.steps[1]) {
+		t.Error("a hit on line 412 checks the change of line 917")
+	}
+	c.bash("Check again.", `grep -n "_base_manager" related.py | grep 917`, rc(0, "917:        qs = self.remote_field.model._base_manager.using(using)"))
+	d = write(t, c.msgs, 2000)
+	mustContain(t, d.Text, "line 917: `_default_manager` → `_base_manager` [m0003]; grep [m0007] finds the new text at line 917\n")
 	// Once the change is undone, the grep checked nothing that stands: it
 	// is a step again, told the same by a Write that read it before the
 	// undo (the memo) and by one that reads it after.
@@ -190,9 +209,16 @@ func TestVerdictTally(t *testing.T) {
 		out  string
 		want string
 	}{
-		{"Testing A...\n  len = 1\n  A passed.\nTesting B...\n  len = 3\n  B passed.", "2 lines say passed, none failed"},
+		{"Testing A...\n  len = 1\n  A passed.\nTesting B...\n  len = 3\n  B passed.", "2 lines say passed"},
 		{"PASS: a was ignored\nchecking b\nFAIL: b was not ignored\nchecking c\nchecking d", "1 says passed, 1 says failed"},
-		{"✗ empty input\n✗ one item\nran 2 cases\ndone", "2 lines say failed, none passed"},
+		{"✗ empty input\n✗ one item\nran 2 cases\ndone", "2 lines say failed"},
+		// What it does not read it does not deny: Mocha's "1) name" is a
+		// failure the count leaves out, so no "none failed".
+		{"  Array\n    ✓ adds\n    ✓ removes\n    1) sorts\n  2 passing\n  1 failing", "2 lines say passed"},
+		// A run that broke, a summary of both, a cut output: no tally.
+		{"PASS: a\nPASS: b\nchecking\nIndentationError: expected an indented block\nmore\nmore", ""},
+		{"test a ... ok\ntest b ... FAILED\ntest result: FAILED. 2 passed; 2 failed\nA failed\nB failed\nx\ny\nz", "3 lines say failed"},
+		{"A passed.\nB passed.\n[…]\nx\ny\nz", ""},
 		// One verdict is the verdict line's to tell; a listing of code
 		// whose every line says pass is no tally.
 		{"Testing A...\nA passed.\ndone", ""},
@@ -214,7 +240,7 @@ func TestToldRefusal(t *testing.T) {
 	if got, want := refusalOf(refusal), "As a silver member, the membership status does not override the cancellation policy. Since your booking was made on May 12th, a full refund is not possible under the current circumstances."; got != want {
 		t.Errorf("refusalOf = %q, want %q", got, want)
 	}
-	for _, s := range []string{"Would you like to proceed?", "I can help you with that.", "Can you not do that?"} {
+	for _, s := range []string{"Would you like to proceed?", "I can help you with that.", "Can you not do that?", "I cannot find any direct flights from JFK to SEA on May 20."} {
 		if got := refusalOf(s); got != "" {
 			t.Errorf("refusalOf(%q) = %q", s, got)
 		}
@@ -244,6 +270,11 @@ func TestToldRefusal(t *testing.T) {
 	if got, want := told[0].texts[levelMin], "- [m0006] to the user: As a silver member, the membership status does not override the cancellation policy. Since your booking was made on May 12th, a full refund is not possible under the current circumstances."; got != want {
 		t.Errorf("the refusal's least text:\n got %q\nwant %q", got, want)
 	}
+	// A refusal that ends on an offer keeps the offer the user answers.
+	offer := "Reservation NO6JO3 is not eligible for a full refund. However, I can issue a $100 travel certificate, or move the trip to another date. Which would you prefer?"
+	if got, want := m.refusalLine(note{id: "m0099"}, offer), "Reservation NO6JO3 is not eligible for a full refund. … However, I can issue a $100 travel certificate, or move the trip to another date. Which would you prefer?"; got != want {
+		t.Errorf("refusalLine with an offer:\n got %q\nwant %q", got, want)
+	}
 	if told[0].prio <= told[1].prio {
 		t.Errorf("the refusal (%.2f) is not raised above the remark after it (%.2f), made as late in the steps", told[0].prio, told[1].prio)
 	}
@@ -272,5 +303,24 @@ func TestNoteOnRecord(t *testing.T) {
 	}
 	if on <= off {
 		t.Errorf("the note on a record read (%.2f) does not rank above the other (%.2f)", on, off)
+	}
+}
+
+// How to reach a person ranks last in a record's line, unless a tool of
+// the conversation takes it (a retail agent changes an order's address).
+func TestContactFieldWeight(t *testing.T) {
+	var b spanBuilder
+	b.step("", "get_user_details", `{"user_id":"yara_1"}`, `{"user_id": "yara_1", "email": "y@example.com", "address": {"city": "Denver"}}`)
+	m := build(nil, b.msgs, nil, nil)
+	if w := m.fieldWeight("address"); w >= 0 {
+		t.Errorf("address weighs %d with no tool taking it", w)
+	}
+	b.step("", "modify_pending_order_address", `{"order_id":"#W1"}`, `{"order_id": "#W1", "status": "pending"}`)
+	m = build(nil, b.msgs, nil, nil)
+	if w := m.fieldWeight("address"); w != 0 {
+		t.Errorf("address weighs %d where modify_pending_order_address takes it", w)
+	}
+	if w := m.fieldWeight("email"); w >= 0 {
+		t.Errorf("email weighs %d", w)
 	}
 }

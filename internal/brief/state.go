@@ -67,7 +67,7 @@ func (m *model) stateLines() []string {
 	}
 	if len(scratch) > 0 {
 		t := "created and still present: " + strings.Join(scratch, ", ")
-		if failing, _ := m.stillFailing(); failing != nil && len(changed) == 0 && len(earlier) == 0 && m.prior == nil && m.hasEditTools() {
+		if failing, _ := m.stillFailing(); failing != nil && len(changed) == 0 && len(earlier) == 0 && m.prior == nil && m.hasEditTools() && !m.touchedExisting() {
 			// A failing run is then the failure before any fix (a
 			// reproduction), not a fix that did not work.
 			t = "changed: nothing that existed before; " + t
@@ -118,6 +118,27 @@ func (m *model) stateLines() []string {
 	}
 	return parts
 }
+
+// touchedExisting reports a file that was there before the span changed
+// at some point, even if undone since (a failure then may be the edit's),
+// or a command that may edit files in ways the steps are not read for
+// (perl -pi, patch, git apply).
+func (m *model) touchedExisting() bool {
+	for _, f := range m.files {
+		if f.created == "" && (len(f.changes) > 0 || len(f.undone) > 0 || f.deleted != "" || f.movedTo != "") {
+			return true
+		}
+	}
+	// The steps only grow: each is read once (a warm model keeps the scan).
+	for ; m.unreadEditsN < len(m.steps); m.unreadEditsN++ {
+		if unreadEditRe.MatchString(m.steps[m.unreadEditsN].f.call.label) {
+			m.unreadEdits = true
+		}
+	}
+	return m.unreadEdits
+}
+
+var unreadEditRe = regexp.MustCompile(`\b(?:perl|ruby)\s+-[a-zA-Z]*i|\bawk\s+-i\s+inplace|\bpatch\b|\bgit\s+(?:apply|am|stash\s+pop|cherry-pick|merge|rebase)\b|\bed\s`)
 
 // stillFailing returns the newest error still open among the last steps,
 // which the state shows, and how many other open ones ERRORS lists.
