@@ -1417,11 +1417,16 @@ func recordsDigest(recs []record, level int, named func(string) bool) string {
 		return ""
 	}
 	cols = pickColumns(cols, level, named)
+	return columnLabels(cols, level) + ": " + columnRows(recs, cols)
+}
+
+// columnRows writes each record's row of the columns, joined.
+func columnRows(recs []record, cols []digestColumn) string {
 	rows := make([]string, len(recs))
 	for k, r := range recs {
 		rows[k] = columnRow(r.id, cols, k)
 	}
-	return columnLabels(cols, level) + ": " + strings.Join(rows, " | ")
+	return strings.Join(rows, " | ")
 }
 
 func alike(recs []record) bool {
@@ -1443,24 +1448,8 @@ func alike(recs []record) bool {
 // A part's prices are the facts a choice between combinations adds up.
 // Empty unless every record is a combination of as many alike parts.
 func optionsDigest(recs []record, level int, named func(string) bool) string {
-	n := len(recs[0].parts)
-	if n < 2 || len(recs) > 40 {
-		return ""
-	}
-	var parts []record
-	seen := map[string]bool{}
-	for _, r := range recs {
-		if len(r.parts) != n {
-			return ""
-		}
-		for _, p := range r.parts {
-			if !seen[p.id] {
-				seen[p.id] = true
-				parts = append(parts, p)
-			}
-		}
-	}
-	if len(parts) < 2 || len(parts) > 24 || !alike(parts) {
+	n, parts, _ := optionParts(recs)
+	if parts == nil {
 		return ""
 	}
 	cols := digestColumns(parts)
@@ -1471,34 +1460,60 @@ func optionsDigest(recs []record, level int, named func(string) bool) string {
 		return ""
 	}
 	cols = pickColumns(cols, level, named)
-	// The combinations, grouped by their first n-1 parts.
+	return strconv.Itoa(n) + " parts: " + optionGroups(recs, func(id string) string { return id }) +
+		"; the parts " + columnLabels(cols, level) + ": " + columnRows(parts, cols)
+}
+
+// optionParts reads combinations (one-stop flights): how many parts each
+// has, its distinct parts in order, and each part's place among them;
+// parts nil unless every record is a combination of as many alike parts
+// (2 to 24 distinct, at most 40 combinations).
+func optionParts(recs []record) (n int, parts []record, at map[string]int) {
+	n = len(recs[0].parts)
+	if n < 2 || len(recs) > 40 {
+		return 0, nil, nil
+	}
+	at = map[string]int{}
+	for _, r := range recs {
+		if len(r.parts) != n {
+			return 0, nil, nil
+		}
+		for _, p := range r.parts {
+			if _, ok := at[p.id]; !ok {
+				at[p.id] = len(parts)
+				parts = append(parts, p)
+			}
+		}
+	}
+	if len(parts) < 2 || len(parts) > 24 || !alike(parts) {
+		return 0, nil, nil
+	}
+	return n, parts, at
+}
+
+// optionGroups writes the combinations grouped by their first parts, each
+// part as tell writes it: "HAT069 then HAT011 or HAT258; HAT083 then
+// HAT011".
+func optionGroups(recs []record, tell func(id string) string) string {
 	var heads []string
 	lasts := map[string][]string{}
 	for _, r := range recs {
-		ids := make([]string, n)
-		for i, p := range r.parts {
-			ids[i] = p.id
+		n := len(r.parts)
+		ids := make([]string, n-1)
+		for i, p := range r.parts[:n-1] {
+			ids[i] = tell(p.id)
 		}
-		h := strings.Join(ids[:n-1], " then ")
+		h := strings.Join(ids, " then ")
 		if _, ok := lasts[h]; !ok {
 			heads = append(heads, h)
 		}
-		lasts[h] = append(lasts[h], ids[n-1])
+		lasts[h] = append(lasts[h], tell(r.parts[n-1].id))
 	}
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(n) + " parts: ")
+	groups := make([]string, len(heads))
 	for i, h := range heads {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(h + " then " + orList(lasts[h]))
+		groups[i] = h + " then " + orList(lasts[h])
 	}
-	rows := make([]string, len(parts))
-	for k, p := range parts {
-		rows[k] = columnRow(p.id, cols, k)
-	}
-	b.WriteString("; the parts " + columnLabels(cols, level) + ": " + strings.Join(rows, " | "))
-	return b.String()
+	return strings.Join(groups, "; ")
 }
 
 // pricedOptions writes combinations (one-stop flights) at the least
@@ -1509,24 +1524,11 @@ func optionsDigest(recs []record, level int, named func(string) bool) string {
 // cost nearly as much. Empty unless every record is a combination of as
 // many parts, each with a price column of which the user named one key.
 func pricedOptions(recs []record, named func(string) bool) string {
-	n := len(recs[0].parts)
-	if n < 2 || len(recs) > 40 || named == nil {
+	if named == nil {
 		return ""
 	}
-	var parts []record
-	at := map[string]int{}
-	for _, r := range recs {
-		if len(r.parts) != n {
-			return ""
-		}
-		for _, p := range r.parts {
-			if _, ok := at[p.id]; !ok {
-				at[p.id] = len(parts)
-				parts = append(parts, p)
-			}
-		}
-	}
-	if len(parts) < 2 || len(parts) > 24 || !alike(parts) {
+	n, parts, at := optionParts(recs)
+	if parts == nil {
 		return ""
 	}
 	var price *digestColumn
@@ -1552,29 +1554,8 @@ func pricedOptions(recs []record, named func(string) bool) string {
 	if price == nil {
 		return ""
 	}
-	priced := func(id string) string { return id + " " + price.values[at[id]] }
-	var heads []string
-	lasts := map[string][]string{}
-	for _, r := range recs {
-		ids := make([]string, n-1)
-		for i, p := range r.parts[:n-1] {
-			ids[i] = priced(p.id)
-		}
-		h := strings.Join(ids, " then ")
-		if _, ok := lasts[h]; !ok {
-			heads = append(heads, h)
-		}
-		lasts[h] = append(lasts[h], priced(r.parts[n-1].id))
-	}
-	var b strings.Builder
-	b.WriteString(strconv.Itoa(n) + " parts (" + price.keys[0] + " price of each): ")
-	for i, h := range heads {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(h + " then " + orList(lasts[h]))
-	}
-	return b.String()
+	return strconv.Itoa(n) + " parts (" + price.keys[0] + " price of each): " +
+		optionGroups(recs, func(id string) string { return id + " " + price.values[at[id]] })
 }
 
 // orList writes "a, b or c".
