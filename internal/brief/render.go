@@ -1473,8 +1473,8 @@ func (m *model) readCheckedChange(s *step) string {
 		}
 		// A change of named lines ("line 917: …"): a numbered hit on
 		// another line is text the change did not put there.
-		if at := changedLines(sub[1]); at != nil {
-			if lines := hitLines(hits); len(lines) == len(hits) && slices.ContainsFunc(lines, func(l string) bool { return !slices.Contains(at, l) }) {
+		if named := changedLines(sub[1]); named != nil {
+			if lines := hitLines(hits); len(lines) == len(hits) && slices.ContainsFunc(lines, func(l string) bool { return !slices.Contains(named, l) }) {
 				return
 			}
 		}
