@@ -187,6 +187,16 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"last check after the last change: [m0005] python3 test_fix.py → Scalar: len(a) = 1, shape = () … 2 lines say passed (8 lines)"},
 		},
 		{
+			name: "a patch applied from a patch file is a step: the patch file is not what changed",
+			build: func(b *spanBuilder) {
+				b.bash("Apply it.", "git apply fix.patch", rc(0, "")).
+					bash("Test.", "python -m pytest tests/test_a.py -q", rc(0, "3 passed in 0.1s"))
+			},
+			budget:   900,
+			wanted:   []string{"[m0003] git apply fix.patch"},
+			unwanted: []string{"changed: fix.patch", "- fix.patch:"},
+		},
+		{
 			name: "the last check's result is quoted by STATE alone; its step and its script's line point there",
 			build: func(b *spanBuilder) {
 				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).

@@ -1040,9 +1040,15 @@ func classifyCommand(c *shellCmd, fromPipe bool) (kind, []fileOp) {
 	case prog == "mkdir" || prog == "chmod":
 		return kindOther, out
 	case prog == "patch":
-		return kindEdit, append(out, fileOp{path: firstPathLike(ops), op: kindEdit, what: "patched"})
+		// patch FILE [PATCHFILE] changes FILE; a patch file itself (patch
+		// x.diff, git apply fix.patch) names no file it changes: the
+		// step tells it, not a file's line.
+		if p := firstPathLike(ops); p != "" && !patchFileRe.MatchString(p) {
+			out = append(out, fileOp{path: p, op: kindEdit, what: "patched"})
+		}
+		return kindEdit, out
 	case prog == "git" && len(ops) > 0 && (ops[0] == "apply" || ops[0] == "am"):
-		return kindEdit, append(out, fileOp{path: firstPathLike(ops[1:]), op: kindEdit, what: "patched"})
+		return kindEdit, out
 	case prog == "git":
 		return classifyGit(c, out)
 	case prog == "edit":
@@ -1704,6 +1710,9 @@ func lineCount(s string) string {
 	}
 	return strconv.Itoa(n) + " lines"
 }
+
+// patchFileRe matches a patch file's name.
+var patchFileRe = regexp.MustCompile(`\.(?:patch|diff)$`)
 
 func firstPathLike(ops []string) string {
 	for _, o := range ops {

@@ -96,7 +96,7 @@ func referenceOmitted(l *layout) string {
 		switch {
 		case len(it.steps) > 0:
 		case it.key != "":
-			keys = append(keys, it.key+" ["+strings.Join(headLines(it.ids, 1), "")+"]")
+			keys = append(keys, keyedLeftOut(it))
 		default:
 			for _, id := range it.ids {
 				other[it.sec] = append(other[it.sec], cited{id, it.order})
@@ -298,5 +298,16 @@ func TestIDRangeInMessageOrder(t *testing.T) {
 		if got := rangeOf(r.ids()); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.adds, got, tc.want)
 		}
+	}
+}
+
+// A line about an object left out names its key and first message; one
+// citing none (a directory only moved) its key alone, not "key []".
+func TestKeyedLeftOut(t *testing.T) {
+	if got := keyedLeftOut(&item{key: "related.py", ids: []string{"m0029", "m0033"}}); got != "related.py [m0029]" {
+		t.Errorf("got %q", got)
+	}
+	if got := keyedLeftOut(&item{key: ".a"}); got != ".a" {
+		t.Errorf("got %q", got)
 	}
 }

@@ -3046,6 +3046,16 @@ func leftOutSection(sec section) string {
 	return strings.ToLower(strings.Fields(sectionNames[sec])[0]) + " lines from "
 }
 
+// keyedLeftOut names a line about an object left out: its key and the
+// message it cites first ("related.py [m0029]"), the key alone when it
+// cites none (a directory only moved).
+func keyedLeftOut(it *item) string {
+	if len(it.ids) == 0 {
+		return it.key
+	}
+	return it.key + " [" + it.ids[0] + "]"
+}
+
 // omittedText names the steps and earlier items left out, by message ids.
 func (l *layout) omittedText() string {
 	// The steps left out are counted by position and listed in order,
@@ -3065,7 +3075,7 @@ func (l *layout) omittedText() string {
 	if lo.keys > 0 {
 		keys := make([]string, len(lo.keyed))
 		for i, it := range lo.keyed {
-			keys[i] = it.key + " [" + strings.Join(headLines(it.ids, 1), "") + "]"
+			keys[i] = keyedLeftOut(it)
 		}
 		parts = append(parts, "the lines of "+strings.Join(keys, ", ")+moreCount(lo.keys, keyedShown))
 	}
