@@ -37,8 +37,13 @@ type Pending struct {
 
 	done chan struct{} // closed once settled
 	// bodiesDone is closed once the bodies this snapshot sent are stored
-	// or failed for good; a later snapshot naming them waits for it.
+	// or failed for good; a later snapshot naming them waits for it, then
+	// reads stored, which no one writes after: the owner goes on to append
+	// the bodies it adopts to bodies, and to re-send them, while later
+	// snapshots read (a torn read of bodies crashed a publisher under
+	// faults).
 	bodiesDone chan struct{}
+	stored     []*sentBody
 	// prev is the conversation's snapshot published before this one;
 	// manSent is closed once this one's manifest was sent, or will not be:
 	// the next snapshot's manifest waits for it.
@@ -136,6 +141,7 @@ func (p *Pending) isDone() bool {
 // before the body's re-send arrived.
 func (p *Pending) own(pub *Publisher, key string) {
 	err := p.storeBodies(pub, key)
+	p.stored = slices.Clip(p.bodies)
 	close(p.bodiesDone)
 	// Bodies this snapshot names that an earlier one failed to store are
 	// this one's to send now.
@@ -344,10 +350,10 @@ func (p *Pending) bodyErr() error {
 
 // failedBodiesOf returns copies of the bodies p failed to store that
 // list names and neither have nor more hold already, to be sent again.
-// p's bodies must be done.
+// p's bodies must be done (bodiesDone closed).
 func (p *Pending) failedBodiesOf(list []pubEntry, have, more []*sentBody) []*sentBody {
 	var failed map[string]*sentBody
-	for _, b := range p.bodies {
+	for _, b := range p.stored {
 		if b.err != nil {
 			if failed == nil {
 				failed = map[string]*sentBody{}
