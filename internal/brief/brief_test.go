@@ -231,6 +231,17 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"nothing that existed before"},
 		},
 		{
+			name: "a patch applied, whose files the step does not name, may be what fails: no 'nothing that existed before'",
+			build: func(b *spanBuilder) {
+				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).
+					bash("Apply the fix.", "git apply fix.patch", rc(0, "")).
+					bash("Run it.", "python repro.py", rc(1, "AttributeError: PixelRepresentation is missing"))
+			},
+			budget:   900,
+			wanted:   []string{"created and still present: repro.py"},
+			unwanted: []string{"nothing that existed before"},
+		},
+		{
 			name: "an edit the steps are not read for may be what fails: no 'nothing that existed before'",
 			build: func(b *spanBuilder) {
 				b.bash("Write the reproduction.", "cat > repro.py <<'EOF'\nimport pixels\npixels.decode()\nEOF", rc(0, "")).

@@ -1859,7 +1859,7 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 	// decision the next turns stand on; earlier ones it repeats.
 	refused := -1
 	for k := len(m.told) - 1; k >= 0; k-- {
-		if refusalOf(m.told[k].text) != "" {
+		if len(refusalSentences(m.told[k].text)) > 0 {
 			refused = k
 			break
 		}
@@ -1894,12 +1894,10 @@ func (l *layout) buildTold(recency func(int) float64, next string) {
 	}
 }
 
-// refusalOf returns the sentences of a message to the user that refuse
-// or rule something out ("Since your booking was made on May 12th, a full
-// refund is not possible"), or "". Not finding something ("I cannot find
+// refusalSentences returns the sentences of a message to the user that
+// refuse or rule something out ("Since your booking was made on May 12th,
+// a full refund is not possible"). Not finding something ("I cannot find
 // a direct flight") is a result, not a refusal.
-func refusalOf(text string) string { return strings.Join(refusalSentences(text), " ") }
-
 func refusalSentences(text string) []string {
 	var out []string
 	for _, s := range sentences(plainText(text)) {
@@ -2375,45 +2373,41 @@ func (l *layout) choose(scale float64) {
 	// Pass 1: every item at its least detail, by priority. shown is the
 	// identifiers of the items taken, read once a line needs it.
 	var shown map[string]bool
+	took := func(it *item) {
+		if shown != nil {
+			for _, id := range it.textIdents() {
+				shown[id] = true
+			}
+		}
+	}
 	for _, it := range opt {
 		if it.prio < fillerPrio {
 			continue // after every richer detail (pass 3)
 		}
-		lv := it.smallest()
-		c := cost(it.texts[lv]) + 1
-		if used+c <= room-reserve {
-			it.level = lv
-			used += c
-			if shown != nil {
-				for _, id := range it.textIdents() {
-					shown[id] = true
-				}
-			}
+		var ok bool
+		if used, ok = it.least(used, room-reserve, cost); ok {
+			took(it)
 			continue
 		}
 		// A line that carries names the index would list bare may take
 		// their room in the index's reserve: the names then come with
 		// what was found of them (a search's options and their prices).
-		if it.prio < 8 || used+c > room {
+		lv := it.smallest()
+		if it.prio < 8 || used+cost(it.texts[lv])+1 > room {
 			continue
 		}
 		if shown == nil {
 			shown = map[string]bool{}
 			for _, o := range l.items {
 				if o.level >= 0 {
-					for _, id := range o.textIdents() {
-						shown[id] = true
-					}
+					took(o)
 				}
 			}
 		}
-		freed := math.Min(reserve, l.indexRoomOf(it, lv, scale, shown))
-		if freed > 0 && used+c <= room-reserve+freed {
-			it.level = lv
-			used += c
-			reserve = math.Max(0, reserve-freed)
-			for _, id := range it.textIdents() {
-				shown[id] = true
+		if freed := math.Min(reserve, l.indexRoomOf(it, lv, scale, shown)); freed > 0 {
+			if used, ok = it.least(used, room-reserve+freed, cost); ok {
+				reserve -= freed
+				took(it)
 			}
 		}
 	}
@@ -2423,11 +2417,7 @@ func (l *layout) choose(scale float64) {
 		if it.level >= 0 || it.prio < 8 {
 			continue
 		}
-		lv := it.smallest()
-		if c := cost(it.texts[lv]) + 1; used+c <= room {
-			it.level = lv
-			used += c
-		}
+		used, _ = it.least(used, room, cost)
 	}
 	// A mandatory item's richer detail (the next step's whole quote of the
 	// options offered) comes after every item's least detail (a profile's
@@ -2452,11 +2442,7 @@ func (l *layout) choose(scale float64) {
 		if it.prio >= fillerPrio {
 			continue
 		}
-		lv := it.smallest()
-		if c := cost(it.texts[lv]) + 1; used+c <= room-reserve {
-			it.level = lv
-			used += c
-		}
+		used, _ = it.least(used, room-reserve, cost)
 	}
 	for _, it := range opt {
 		if it.prio < fillerPrio {
@@ -2464,6 +2450,18 @@ func (l *layout) choose(scale float64) {
 		}
 	}
 	l.finish(room-used, scale)
+}
+
+// least shows an item at its least detail when that fits within room,
+// given used, and returns what is used then and whether it was shown.
+func (it *item) least(used, room float64, cost func(string) float64) (float64, bool) {
+	lv := it.smallest()
+	c := cost(it.texts[lv]) + 1
+	if used+c > room {
+		return used, false
+	}
+	it.level = lv
+	return used + c, true
 }
 
 // richer raises an item shown to the richest level that fits within

@@ -237,12 +237,12 @@ func TestVerdictTally(t *testing.T) {
 func TestToldRefusal(t *testing.T) {
 	refusal := "As a silver member, the membership status does not override the cancellation policy. The policy allows a full refund only within 24 hours of booking. " +
 		"Since your booking was made on May 12th, a full refund is not possible under the current circumstances. If you have any further questions, let me know."
-	if got, want := refusalOf(refusal), "As a silver member, the membership status does not override the cancellation policy. Since your booking was made on May 12th, a full refund is not possible under the current circumstances."; got != want {
-		t.Errorf("refusalOf = %q, want %q", got, want)
+	if got, want := strings.Join(refusalSentences(refusal), " "), "As a silver member, the membership status does not override the cancellation policy. Since your booking was made on May 12th, a full refund is not possible under the current circumstances."; got != want {
+		t.Errorf("refusalSentences = %q, want %q", got, want)
 	}
 	for _, s := range []string{"Would you like to proceed?", "I can help you with that.", "Can you not do that?", "I cannot find any direct flights from JFK to SEA on May 20."} {
-		if got := refusalOf(s); got != "" {
-			t.Errorf("refusalOf(%q) = %q", s, got)
+		if got := refusalSentences(s); len(got) > 0 {
+			t.Errorf("refusalSentences(%q) = %q", s, got)
 		}
 	}
 	if isIntention("If you have any further questions, let me know.") || !isIntention("Let me check the reservation.") {

@@ -121,8 +121,9 @@ func (m *model) stateLines() []string {
 
 // touchedExisting reports a file that was there before the span changed
 // at some point, even if undone since (a failure then may be the edit's),
-// or a command that may edit files in ways the steps are not read for
-// (perl -pi, patch, git apply).
+// or a command that may edit files the steps do not name: a change
+// read without a file (git apply fix.patch) or an in-place editor the
+// steps are not read for (perl -pi).
 func (m *model) touchedExisting() bool {
 	for _, f := range m.files {
 		if f.created == "" && (len(f.changes) > 0 || len(f.undone) > 0 || f.deleted != "" || f.movedTo != "") {
@@ -131,14 +132,15 @@ func (m *model) touchedExisting() bool {
 	}
 	// The steps only grow: each is read once (a warm model keeps the scan).
 	for ; m.unreadEditsN < len(m.steps); m.unreadEditsN++ {
-		if unreadEditRe.MatchString(m.steps[m.unreadEditsN].f.call.label) {
+		c := &m.steps[m.unreadEditsN].f.call
+		if c.kind.changes() && len(c.ops) == 0 || unreadEditRe.MatchString(c.label) {
 			m.unreadEdits = true
 		}
 	}
 	return m.unreadEdits
 }
 
-var unreadEditRe = regexp.MustCompile(`\b(?:perl|ruby)\s+-[a-zA-Z]*i|\bawk\s+-i\s+inplace|\bpatch\b|\bgit\s+(?:apply|am|stash\s+pop|cherry-pick|merge|rebase)\b|\bed\s`)
+var unreadEditRe = regexp.MustCompile(`\b(?:perl|ruby)\s+-[a-zA-Z]*i|\bawk\s+-i\s+inplace|\bgit\s+(?:stash\s+pop|cherry-pick|merge|rebase)\b|\bed\s`)
 
 // stillFailing returns the newest error still open among the last steps,
 // which the state shows, and how many other open ones ERRORS lists.
