@@ -442,7 +442,7 @@ func (l *layout) record(depth int, cov Coverage) *Record {
 		}
 		rs := &r.Sections[len(r.Sections)-1]
 		text := it.text()
-		if (it.sec == secSteps || it.sec == secFiles) && strings.Contains(text, "→ "+toState) {
+		if (it.sec == secSteps || it.sec == secFiles || it.sec == secErrors) && pointsToState(text) {
 			// The record stands alone: a consumer of it, or an engine
 			// that folds it without knowing the pointer, gets the result.
 			text = pointedTo(text, l.m.checkShown())

@@ -336,6 +336,16 @@ func TestHandOffRules(t *testing.T) {
 			wanted: []string{"- [m0005] python repro.py → the last check, in STATE (at /testbed/pixels.py line 46 in decode)"},
 		},
 		{
+			name: "the state quotes the last check's first line: its step tells the lines after it",
+			build: func(b *spanBuilder) {
+				b.bash("Fix it.", "sed -i 's/a/b/' pixels.py", rc(0, "")).
+					bash("Check.", "python repro.py", rc(1, "reproduce_app.CustomUser: (auth.E003) 'CustomUser.username' must be unique because it is named as the 'USERNAME_FIELD'.\nReproduced auth.E003"))
+			},
+			budget:   900,
+			wanted:   []string{"- [m0005] python repro.py → the last check, in STATE, then: Reproduced auth.E003"},
+			unwanted: []string{"'USERNAME_FIELD'. | Reproduced"},
+		},
+		{
 			name: "a check whose command reads an arrow is not pointed to: a folded briefing finds the result after the first arrow",
 			build: func(b *spanBuilder) {
 				b.bash("Fix it.", "sed -i 's/a/b/' pixels.py", rc(0, "")).
@@ -1994,11 +2004,13 @@ func TestFoldedPointerToStateGetsItsResult(t *testing.T) {
 	b.bash("Fix it.", "sed -i 's/required = True/required = False/' pixels.py", rc(0, "")).
 		bash("Check.", "python repro.py", rc(1, "AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation"))
 	first := write(t, b.msgs, 900)
-	mustContain(t, first.Text, "- [m0005] python repro.py → the last check, in STATE")
+	mustContain(t, first.Text, "- [m0005] python repro.py → the last check, in STATE",
+		"ERRORS:\n- the error of the last check, in STATE [m0005]: unresolved")
 	// The record stands alone: an engine that folds it without knowing the
 	// pointer, or any other consumer, reads the result.
 	mustContain(t, string(first.Structured), `- [m0005] python repro.py → exit 1: AttributeError: Unable to convert`)
-	mustNotContain(t, string(first.Structured), "the last check, in STATE")
+	mustContain(t, string(first.Structured), `- exit 1: AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation [m0005]: unresolved`)
+	mustNotContain(t, string(first.Structured), "the last check, in STATE", errInState)
 	prev := &briefd.Briefing{BoundaryID: "m0010", Text: first.Text, Structured: first.Structured, Depth: first.Depth}
 	for _, withRecord := range []bool{true, false} {
 		var c spanBuilder
@@ -2014,7 +2026,8 @@ func TestFoldedPointerToStateGetsItsResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustContain(t, d.Text, "- [m0005] python repro.py → exit 1: AttributeError: Unable to convert the pixel data", "last check after the last change: [m0015] python repro.py → decoded 25 pixels")
-		mustNotContain(t, d.Text, "[m0005] python repro.py → the last check")
+		mustNotContain(t, d.Text, "[m0005] python repro.py → the last check", errInState)
+		mustContain(t, d.Text, "AttributeError: Unable to convert the pixel data as the following required elements are missing: PixelRepresentation [m0005]")
 	}
 }
 
@@ -2504,6 +2517,17 @@ func TestTellListLabelsWithCodes(t *testing.T) {
 	text := "1. **Flight Option 1:**\n   - **First Leg:** Flight Number: HAT084, Departure: 04:00 AM\n   - **Second Leg:** Flight Number: HAT266, Departure: 01:00 PM\n2. **Flight Option 2:**\n   - **First Leg:** Flight Number: HAT229, Departure: 11:00 AM\n   - **Second Leg:** Flight Number: HAT266, Departure: 01:00 PM\n3. **Flight Option 3:**\n   - **First Leg:** Flight Number: HAT290, Departure: 02:00 PM\n   - **Second Leg:** Flight Number: HAT175, Departure: 05:00 PM"
 	got := tellList(strings.Split(plainText(text), "\n"), 120)
 	want := "1. Flight Option 1 (HAT084, HAT266); 2. Flight Option 2 (HAT229, HAT266); 3. Flight Option 3 (HAT290, HAT175)"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// Of two options only one fits with its details: both are told by their
+// labels and codes, since the answer may pick the other.
+func TestTellListHalfTold(t *testing.T) {
+	text := "1. **Outgoing Flight (IAH to SFO on 2024-05-19):**\n   - **Flight HAT072:** Departs at 09:00 EST, arrives at 13:00 EST, Business price: $282\n\n2. **Return Flight (SFO to IAH on 2024-05-23):**\n   - **Flight HAT278:** Departs at 16:00 EST, arrives at 20:00 EST, Business price: $443"
+	got := tellList(strings.Split(plainText(text), "\n"), 136)
+	want := "1. Outgoing Flight (IAH to SFO on 2024-05-19) (HAT072); 2. Return Flight (SFO to IAH on 2024-05-23) (HAT278)"
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

@@ -177,6 +177,12 @@ func (m *model) stepResult(s *step, level int) string {
 		if m.toldInState(s, core) {
 			return toState + at
 		}
+		// The state quotes its first lines: the line tells the rest.
+		if shown, ok := strings.CutSuffix(m.checkShown(), "…"); ok && len(shown) > 40 && pointable(s) {
+			if rest, ok := strings.CutPrefix(core, shown); ok && strings.HasPrefix(rest, " | ") {
+				return toState + ", then: " + rest[len(" | "):] + at
+			}
+		}
 	}
 	if e := s.sameErr; e != nil && level == levelFull {
 		// At the shorter levels the error cut short is shorter than a

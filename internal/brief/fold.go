@@ -66,9 +66,9 @@ func (p *prior) resolveInState() {
 			res, _, _ = strings.Cut(r, " — still failing")
 		}
 	}
-	for _, sec := range []section{secFiles, secSteps} {
+	for _, sec := range []section{secFiles, secSteps, secErrors} {
 		for k, e := range p.entries[sec] {
-			if strings.Contains(e.Text, "→ "+toState) {
+			if pointsToState(e.Text) {
 				with := res
 				if with == "" {
 					with = "not known" // a state cut by hand: no result to give

@@ -360,7 +360,7 @@ func (l *layout) buildFiles(recency func(int) float64) {
 		it := &item{sec: secFiles, key: f.path, prio: 9 + recency(f.n), order: order, ids: fileIDs(f), steps: append(append(views, toldChanges(f, changeSteps(m, f))...), checks[f]...)}
 		// (The last run's result is read only for the last check: a warm
 		// Write does not read every script's output again.)
-		runInState := m.isCheck(f.lastRun) && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), 160))
+		runInState := m.isCheck(f.lastRun) && m.toldInState(f.lastRun, clipResult(resultTextShort(f.lastRun), checkRoom))
 		it.texts = m.fileTexts(f, runInState, func(lv int) string { return "- " + f.name() + ": " + fileText(f, lv, runInState) })
 		if cs := checks[f]; len(cs) > 0 {
 			cs = cs[max(0, len(cs)-3):]
@@ -1541,6 +1541,10 @@ func stepIdents(s *step) []string {
 func (l *layout) buildErrors(recency func(int) float64) {
 	m := l.m
 	syntax := m.syntaxErrors()
+	inState := m.checkFails()
+	if inState != nil && !pointable(inState.lastFailed) {
+		inState = nil
+	}
 	for k, e := range m.errors {
 		// The open refusals of edits of one file are one line: the newest,
 		// with every refusal's id. Each told alone repeats what NEXT and
@@ -1615,6 +1619,17 @@ func (l *layout) buildErrors(recency func(int) float64) {
 			}
 		}
 		it := &item{sec: secErrors, prio: p, order: float64(k), ids: eids, steps: told}
+		if e == inState && status == "unresolved" && tries == 0 && strings.Contains(m.checkShown(), errorText(e.line)) {
+			// The state quotes it whole as what the last check still
+			// fails with: the line adds where it was raised and its
+			// sightings.
+			it.texts = m.errorTexts(e, errorKey{line: errInState, where: where, ids: ids}, func(t *[levels]string) {
+				line := "- " + errInState + where + " " + ids + ": unresolved"
+				*t = [levels]string{line, line, line}
+			})
+			l.items = append(l.items, it)
+			continue
+		}
 		it.texts = m.errorTexts(e, errorKey{e.line, where, ids, status}, func(t *[levels]string) {
 			line := errorText(e.line)
 			room := 220
@@ -2077,9 +2092,11 @@ func tellList(lines []string, room int) string {
 	if bare, m, c := tellItems(items, room, tellBare); m >= n {
 		best, n, cut = bare, m, c
 	}
-	if cut || 2*n < len(items) {
-		// Most items do not fit with their details, or the first alone
-		// is cut: their labels do ("1. Flight HAT052; 2. Flight HAT102").
+	if cut || 2*n <= len(items) {
+		// Half the items or fewer fit with their details, or the first
+		// alone is cut: their labels do ("1. Flight HAT052; 2. Flight
+		// HAT102"). Of two options, the one left out is as likely the
+		// one the answer picks.
 		if labels, m, _ := tellItems(items, room, tellLabels); m > n || m == n && cut {
 			return labels
 		}

@@ -77,14 +77,14 @@ func (m *model) stateLines() []string {
 	if len(recs) > 0 {
 		parts = append(parts, "records changed: "+strings.Join(recs, ", "))
 	}
-	check, checkStep := m.lastCheck()
+	check, _ := m.lastCheck()
 	failing, others := m.stillFailing()
 	more := ""
 	if others > 0 {
 		more = " (and " + plural(others, "other error") + " still open)"
 	}
 	switch {
-	case failing != nil && checkStep != nil && failing.ids[len(failing.ids)-1] == checkStep.id():
+	case failing != nil && failing == m.checkFails():
 		// The last check is what still fails: told once.
 		parts = append(parts, check+" — still failing"+more)
 	case failing != nil:
@@ -218,12 +218,39 @@ const toState = "the last check, in STATE"
 // checkPrefix begins the state's line of the last check.
 const checkPrefix = "last check after the last change: ["
 
+// errInState begins the line of ERRORS for the error the state's last
+// check still fails with (checkFails): the state quotes it.
+const errInState = "the error of the last check, in STATE"
+
+// pointsToState reports a line that points at the state's last check.
+func pointsToState(line string) bool {
+	return strings.Contains(line, "→ "+toState) || strings.HasPrefix(line, "- "+errInState)
+}
+
 // pointedTo gives a line that points at the state's last check the result
 // it points to: for a record that stands alone, or a folded briefing whose
 // state the next one replaces.
 func pointedTo(line, result string) string {
+	if rest, ok := strings.CutPrefix(line, "- "+errInState); ok {
+		return "- " + result + rest
+	}
 	return strings.Replace(line, "→ "+toState, "→ "+result, 1)
 }
+
+// checkFails returns the error the state's last check still fails with,
+// which the state tells ("— still failing"), or nil.
+func (m *model) checkFails() *errState {
+	failing, _ := m.stillFailing()
+	if _, cs := m.lastCheck(); failing == nil || cs == nil || failing.ids[len(failing.ids)-1] != cs.id() {
+		return nil
+	}
+	return failing
+}
+
+// pointable reports whether a line may point at the state's line of s, the
+// last check: not when its call itself reads " → ", since a folded
+// briefing finds the check's result after the first arrow of that line.
+func pointable(s *step) bool { return !strings.Contains(callText(s, 70), " → ") }
 
 // checkShown is the result the state's line of the last check tells.
 func (m *model) checkShown() string {
@@ -239,10 +266,9 @@ func (m *model) isCheck(s *step) bool {
 
 // toldInState reports whether res, the result of s, is the last check's
 // result that the state quotes (or a shorter cut of it): its line then
-// points there rather than quote it again. Not when the check's call
-// itself reads " → ": a folded briefing finds the result after the first.
+// points there rather than quote it again (where pointable).
 func (m *model) toldInState(s *step, res string) bool {
-	if !m.isCheck(s) || len(res) <= 40 || strings.Contains(callText(s, 70), " → ") {
+	if !m.isCheck(s) || len(res) <= 40 || !pointable(s) {
 		return false
 	}
 	return strings.HasPrefix(m.checkShown(), strings.TrimSuffix(res, "…"))
@@ -283,9 +309,16 @@ func (m *model) readLastCheck() (line string, check *step, shown string) {
 		}
 		res += ": " + prev
 	}
-	shown = clipResult(res, 160)
+	shown = clipResult(res, checkRoom)
 	return checkPrefix + check.id() + "] " + callText(check, 70) + " → " + shown, check, shown
 }
+
+// checkRoom is the most bytes of its result the state's line of the last
+// check quotes. A step line whose result the state quotes whole points
+// there (toldInState) rather than quote it again, so a room that holds a
+// few lines' error with what the run printed after it saves more than it
+// costs.
+const checkRoom = 160
 
 // clipResult clips a result told as lines picked from an output ("first
 // … picked … last (23 lines)") to max bytes: the picked lines between go
