@@ -307,7 +307,24 @@ func TestHandOffRules(t *testing.T) {
 						`{"origin": "MIA", "destination": "DEN", "flight_number": "HAT193", "date": "2024-05-24", "price": 1906}], "insurance": "no"}`)
 			},
 			budget: 900,
-			wanted: []string{"8C8K4E [m0004]: ", "flights HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906"},
+			wanted: []string{"8C8K4E [m0004]: BOS-DEN; economy; HAT247 BOS-MIA 2024-05-24 904, HAT193 MIA-DEN 2024-05-24 1906"},
+		},
+		{
+			name: "a trip of its own shape reads as a table's row, its legs by their ids and days where room is short",
+			build: func(b *spanBuilder) {
+				b.user("My reservation is XEWRD9.").
+					step("", "get_reservation_details", `{"reservation_id": "XEWRD9"}`, `{"reservation_id": "XEWRD9", "user_id": "james_lee_6136", "origin": "LAX", "destination": "ATL", "flight_type": "round_trip", "cabin": "basic_economy", "flights": [`+
+						`{"origin": "LAX", "destination": "ORD", "flight_number": "HAT030", "date": "2024-05-13", "price": 92}, `+
+						`{"origin": "ORD", "destination": "ATL", "flight_number": "HAT223", "date": "2024-05-14", "price": 100}, `+
+						`{"origin": "ATL", "destination": "DFW", "flight_number": "HAT252", "date": "2024-05-21", "price": 75}, `+
+						`{"origin": "DFW", "destination": "LAX", "flight_number": "HAT124", "date": "2024-05-21", "price": 96}], `+
+						`"passengers": [{"first_name": "James", "last_name": "Lee", "dob": "1995-06-11"}, {"first_name": "Mason", "last_name": "Lopez", "dob": "1966-03-13"}], `+
+						`"payment_history": [{"payment_id": "gift_card_4643416", "amount": 786}], "created_at": "2024-05-07T19:17:06", "total_baggages": 0, "nonfree_baggages": 0, "insurance": "yes"}`)
+			},
+			budget:   280,
+			wanted: []string{"- XEWRD9 [m0004]: user_id james_lee_6136; LAX-ATL; round_trip; basic_economy; HAT030 2024-05-13, HAT223 2024-05-14, HAT252, HAT124 2024-05-21;",
+				"created_at 2024-05-07T19:17;"},
+			unwanted: []string{"origin LAX", "flight_type", "HAT030 LAX-ORD"},
 		},
 		{
 			name: "an error raised again in another function is told whole, in STEPS and ERRORS: the run got further",

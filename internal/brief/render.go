@@ -898,7 +898,7 @@ func (l *layout) buildRecords(recency func(int) float64) {
 	for _, k := range order {
 		group := shapes[k]
 		if len(group) == 1 {
-			l.recordItem(group[0], nil, "", recency, float64(pos))
+			l.recordItem(group[0], m.tripRow(group[0]), "", recency, float64(pos))
 			pos++
 			continue
 		}
@@ -938,6 +938,29 @@ func (l *layout) buildRecords(recency func(int) float64) {
 		it.setAll("- not yet read: " + strings.Join(u.ids, ", ") + " (" + u.field + " of " + u.owner + " [" + u.id + "])")
 		l.items = append(l.items, it)
 	}
+}
+
+// tripRow is how a record of its own shape that goes somewhere (origin and
+// destination, from and to) is written: as a row of a table of one, the
+// same as the rows of several trips ("LAX-ATL; basic_economy; HAT030
+// 05-13, …"), without the fields that name a record in play or an id the
+// user stated. Nil for other records, which read better by their fields'
+// names.
+func (m *model) tripRow(r *recordState) *table {
+	var cols []string
+	for _, f := range r.rec.fields {
+		if f.value != r.id && (m.records[f.value] != nil || holdsIDs(f.value) && m.userSaid(f.value)) {
+			continue
+		}
+		cols = append(cols, f.name)
+	}
+	sort.SliceStable(cols, func(i, j int) bool { return m.prefersField(cols[i]) && !m.prefersField(cols[j]) })
+	t := newTable([]*recordState{r}, cols)
+	if t.joined == nil {
+		return nil
+	}
+	t.year = "" // no header says it
+	return t
 }
 
 // recordSteps are the lookups that read just this record: its line tells
@@ -1071,17 +1094,21 @@ func tableHeader(shared []string, year string) string {
 
 // cellText is a row's cell as written: the value, after its column's name
 // where the value alone does not say what it is (a flag, a number, a
-// count of names, a date of its own). A route ("IAH-DEN"), ids with their
+// count of names, a date or a time of its own, an id, numbers by key).
+// A route ("IAH-DEN"), ids with their
 // dates ("HAT078, HAT118 05-27"), a word of the domain ("basic_economy")
 // or a name reads alone.
 func (t *table) cellText(i int, v string) string {
-	if _, ok := t.joined[t.cols[i]]; ok || !bareValueRe.MatchString(v) {
+	c := t.cols[i]
+	if _, ok := t.joined[c]; ok || !bareValueRe.MatchString(v) && !(numberMapRe.MatchString(v) && !holdsIDs(v)) && !strings.HasSuffix(c, "_id") {
 		return v
 	}
-	return t.cols[i] + " " + v
+	// An id alone does not say what it names, nor "economy 2, business 1"
+	// whether it counts seats or dollars.
+	return c + " " + v
 }
 
-var bareValueRe = regexp.MustCompile(`^(?:yes|no|true|false|none|null|-|\(\d+\)|[-+]?\d+(?:\.\d+)?|(?:\d{4}-)?\d{2}-\d{2}(?:T\d{2}:\d{2})?)$`)
+var bareValueRe = regexp.MustCompile(`^(?:yes|no|true|false|none|null|-|\(\d+\)|[-+]?\d+(?:\.\d+)?|(?:\d{4}-)?\d{2}-\d{2}(?:T\d{2}:\d{2})?|\d{2}:\d{2}(?::\d{2})?)$`)
 
 // cells returns a row's cells: pairs joined, dates without the table's
 // year or their seconds.
@@ -1225,6 +1252,12 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// list of flights keeps its flight numbers), and leaves out the
 		// rest.
 		full, brief := t.cells(&r.rec, false), t.cells(&r.rec, true)
+		named := func(w string) bool { return m.userNamed(w, r.n) }
+		for i, v := range brief {
+			if numberMapRe.MatchString(v) {
+				brief[i] = namedNumbers(v, named) // the class the user named
+			}
+		}
 		for lv, cell := range []int{160, 40, 0} {
 			cells := full
 			if lv != levelFull {
@@ -1233,6 +1266,14 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			vals := make([]string, 0, len(cells))
 			for i, v := range cells {
 				switch {
+				case cell > 0 && len(v) > cell && holdsIDs(v):
+					// A list of ids (flights with their days) keeps its
+					// ids rather than the first of them whole.
+					if ids := idsUpTo(v, 8); ids != "…" {
+						v = ids
+					} else {
+						v = clip(v, cell)
+					}
 				case cell > 0:
 					v = clip(v, cell)
 				case len(v) > minCell && !looksLikeDate(v) && !shortDateRe.MatchString(strings.Fields(v)[0]) && !(numberMapRe.MatchString(v) && len(v) <= 50):
