@@ -321,7 +321,7 @@ func TestHandOffRules(t *testing.T) {
 						`"passengers": [{"first_name": "James", "last_name": "Lee", "dob": "1995-06-11"}, {"first_name": "Mason", "last_name": "Lopez", "dob": "1966-03-13"}], `+
 						`"payment_history": [{"payment_id": "gift_card_4643416", "amount": 786}], "created_at": "2024-05-07T19:17:06", "total_baggages": 0, "nonfree_baggages": 0, "insurance": "yes"}`)
 			},
-			budget:   280,
+			budget: 280,
 			wanted: []string{"- XEWRD9 [m0004]: user_id james_lee_6136; LAX-ATL; round_trip; basic_economy; HAT030 2024-05-13, HAT223 2024-05-14, HAT252, HAT124 2024-05-21;",
 				"created_at 2024-05-07T19:17;"},
 			unwanted: []string{"origin LAX", "flight_type", "HAT030 LAX-ORD"},
