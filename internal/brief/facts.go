@@ -715,6 +715,13 @@ func listText(o *output, level int) string {
 		}
 		return clip(t, []int{220, 140}[level]) + count
 	}
+	if groups := treeGroups(o.lines); len(groups) > 1 && !cut && all <= smallTree {
+		// A small tree (ls -R of a new project): its directories' names
+		// are the project's files, which the next steps open.
+		if t := strings.Join(groups, " | ") + count; len(t) <= []int{480, 320, 240}[level] {
+			return t
+		}
+	}
 	if max == 0 {
 		if all <= 3 {
 			return clip(strings.Join(entries, " "), 60) // as short as a count
@@ -728,6 +735,60 @@ func listText(o *output, level int) string {
 		t += " …"
 	}
 	return clip(t, []int{220, 140}[level]) + count
+}
+
+// smallTree is the most entries a recursive listing may have to be told
+// directory by directory.
+const smallTree = 40
+
+// treeGroups reads a recursive listing (ls -R) by directory: the top
+// level's names, then "dir: names" for each directory below it, named
+// from the top one ("src/assets: react.svg"). Nil for a listing of one
+// directory.
+func treeGroups(lines []string) []string {
+	var groups []string
+	top, dir := "", ""
+	var names []string
+	flush := func() {
+		if len(names) == 0 {
+			return
+		}
+		t := strings.Join(names, " ")
+		if len(groups) > 0 || dir != top {
+			t = strings.TrimPrefix(strings.TrimPrefix(dir, top), "/") + ": " + t
+		}
+		groups = append(groups, t)
+		names = nil
+	}
+	headers := 0
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasSuffix(t, ":") && !strings.Contains(t, " "):
+			flush()
+			dir = strings.TrimSuffix(t, ":")
+			if headers == 0 {
+				top = dir
+			}
+			headers++
+		case t == "" || strings.HasPrefix(t, "total ") || strings.ContainsAny(t, "#$") || lsLongRe.MatchString(l):
+			// blanks, totals, a prompt; a long listing is told by lines
+			if lsLongRe.MatchString(l) {
+				return nil
+			}
+		default:
+			for _, w := range strings.Fields(t) {
+				if !buildArtifact(w) {
+					names = append(names, w)
+				}
+			}
+		}
+	}
+	flush()
+	if headers < 2 {
+		return nil
+	}
+	return groups
 }
 
 // listEntries reads a listing's lines: the top level's names (build

@@ -11,9 +11,12 @@ import (
 
 func TestListText(t *testing.T) {
 	for _, c := range []struct{ name, out, want string }{
-		{"ls -R: the top level's names, every entry counted",
-			"/workspace:\r\nREADME.md\t  package-lock.json  src\r\nindex.html\t  public\r\n\r\n/workspace/src:\r\nApp.css  App.tsx  main.tsx\r\n",
-			"README.md package-lock.json src index.html public (8 entries)"},
+		{"ls -R of a small tree: each directory's names, every entry counted",
+			"/workspace:\r\nREADME.md\t  package-lock.json  src\r\nindex.html\t  public\r\n\r\n/workspace/src:\r\nApp.css  App.tsx  main.tsx  assets\r\n\r\n/workspace/src/assets:\r\nreact.svg\r\n",
+			"README.md package-lock.json src index.html public | src: App.css App.tsx main.tsx assets | src/assets: react.svg (10 entries)"},
+		{"ls -R of a large tree: the top level's names, every entry counted",
+			".:\nREADME.md src\n\n./src:\n" + strings.Repeat("a.py b.py c.py d.py e.py\n", 10),
+			"README.md src (52 entries)"},
 		{"build artifacts left out",
 			"__init__.py __pycache__/ _utils.c _utils.cpython-39-x86_64-linux-gnu.so* card.py",
 			"__init__.py _utils.c card.py (5 entries)"},
