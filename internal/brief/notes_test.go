@@ -16,8 +16,9 @@ func TestSentencesWithoutSpace(t *testing.T) {
 	}
 }
 
-// A decision that opens on its premises is quoted from the clause that
-// decides when the whole does not fit; other sentences keep their start,
+// A decision that opens on its premises, or ends on a sentence that
+// concludes from them, is quoted from the clause that decides when the
+// whole does not fit; other sentences keep their start,
 // which names their subject.
 func TestClipNote(t *testing.T) {
 	given := "Given that RSA-1024 is currently not factorizable within a reasonable time, the weakness in the challenge likely lies within the small exponent (`e = 5`)."
@@ -26,6 +27,10 @@ func TestClipNote(t *testing.T) {
 	}
 	if got, want := clipNote(given, 100), "… the weakness in the challenge likely lies within the small exponent (`e = 5`)."; got != want {
 		t.Errorf("clipNote(given):\n got %q\nwant %q", got, want)
+	}
+	premise := "If `self.options` is a `dict`, `self.options.private_members` would raise AttributeError. So `self.options` must be an object that handles missing attributes, or `private-members` is always present."
+	if got, want := clipNote(premise, 100), "… So `self.options` must be an object that handles missing attributes, or `private-members` is…"; got != want {
+		t.Errorf("clipNote(premise):\n got %q\nwant %q", got, want)
 	}
 	subject := "If `ClassDocumenter.add_content` is used, it overwrites `more_content`. This looks suspicious because it replaces it entirely."
 	if got := clipNote(subject, 60); got[:4] != "If `" {

@@ -1797,10 +1797,15 @@ func (m *model) concludesOnRecord(nl *noteLines, n int) bool {
 // "Given that RSA-1024 is not factorizable in reasonable time, the
 // weakness likely lies within the small exponent" keeps "… the weakness
 // likely lies within the small exponent", where a cut at the end keeps
-// the preamble.
+// the preamble. Likewise a last sentence that concludes from the ones
+// before ("So `self.options` must be an object …") is quoted from its
+// start, where a cut at the end would keep the premise and "So…".
 func clipNote(t string, max int) string {
 	if len(t) <= max {
 		return t
+	}
+	if ss := sentences(t); len(ss) >= 2 && conclusionRe.MatchString(ss[len(ss)-1]) {
+		return "… " + clip(ss[len(ss)-1], max-len("… "))
 	}
 	if !preambleRe.MatchString(t) {
 		return clip(t, max)
