@@ -134,7 +134,16 @@ func classifyCall(name, rawArgs string) call {
 			continue
 		}
 		if strings.Count(op.body, "\n") > smallFileLines {
-			op.outline = outline(strings.Split(op.body, "\n"))
+			lines := strings.Split(op.body, "\n")
+			op.outline = outline(lines)
+			if !strings.Contains(op.outline, "defines ") {
+				// A script of statements (a reproduction): what it runs.
+				if g := scriptGist(lines); g != "" && op.outline != "" {
+					op.outline += "; " + g
+				} else if g != "" {
+					op.outline = g
+				}
+			}
 		}
 		if strings.HasSuffix(op.path, ".py") {
 			// A script that rewrites other files changes them when it runs;

@@ -316,6 +316,40 @@ func outline(lines []string) string {
 // constantRe matches a name given a literal value: a number, a short
 // string or bytes, True, False or None ("self.e = 5", "FLAG = b'HTB{x}'",
 // "MAX_RETRIES: int = 3").
+// scriptGist tells a script written as a run of statements by the ones
+// that do its work, its top-level assignments and calls: "runs `X =
+// np.array([0, 0.5, 2]).reshape(-1, 1)`, `est = KBinsDiscretizer(n_bins=5)`,
+// `Xt = est.fit_transform(X)`". Imports, prints, control lines and the
+// constants outline names are left out; "" when none is left.
+func scriptGist(lines []string) string {
+	var picked []string
+	for _, l := range lines {
+		t := strings.TrimRight(l, " \t\r")
+		if t == "" || t != strings.TrimLeft(t, " \t") || isCommentLine(t) || constantRe.MatchString(t) || scriptNoiseRe.MatchString(t) {
+			continue
+		}
+		if !strings.Contains(t, "(") || strings.Contains(t, `"""`) || strings.Contains(t, "'''") {
+			continue // a call or an assignment from one does the work
+		}
+		if strings.HasSuffix(t, "(") {
+			t += "…)" // its arguments, on the lines below, are cut
+		}
+		picked = append(picked, "`"+clip(t, 90)+"`")
+		if len(picked) == 3 {
+			break
+		}
+	}
+	if len(picked) == 0 {
+		return ""
+	}
+	return "runs " + strings.Join(picked, ", ")
+}
+
+// scriptNoiseRe matches a top-level line that does no work of its own:
+// imports, output, control flow, the script's end, the setup every script
+// of a project repeats (its path, its environment, django.setup()).
+var scriptNoiseRe = regexp.MustCompile(`^(?:import |from \S+ import |print\(|console\.log\(|echo |printf |try:|except\b|else:|finally:|if __name__|with |for |while |if |elif |return\b|}|\)|EOF|sys\.exit\(|exit\(|main\(\)$|sys\.path\.|os\.environ|django\.setup\(\)$|\w+ = sys\.(?:argv|stdin))`)
+
 var constantRe = regexp.MustCompile(`^((?:self\.)?[A-Za-z_]\w*)(?:\s*:\s*\w+)?\s*=\s*(-?\d[\d_.xXa-fA-F]*|[bBrRuUfF]?(?:'[^'\\]{0,40}'|"[^"\\]{0,40}")|True|False|None)\s*(?:#.*)?$`)
 
 func isCommentLine(t string) bool {

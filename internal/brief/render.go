@@ -1799,13 +1799,17 @@ func (m *model) concludesOnRecord(nl *noteLines, n int) bool {
 // likely lies within the small exponent", where a cut at the end keeps
 // the preamble. Likewise a last sentence that concludes from the ones
 // before ("So `self.options` must be an object …") is quoted from its
-// start, where a cut at the end would keep the premise and "So…".
+// start where a cut at the end would keep the premise and "So…".
 func clipNote(t string, max int) string {
 	if len(t) <= max {
 		return t
 	}
 	if ss := sentences(t); len(ss) >= 2 && conclusionRe.MatchString(ss[len(ss)-1]) {
-		return "… " + clip(ss[len(ss)-1], max-len("… "))
+		// Only where the cut would leave the conclusion's first words
+		// alone ("So…"): a longer part of it says what it concludes.
+		if at := strings.LastIndex(t, ss[len(ss)-1]); at >= 0 && max-at < 24 {
+			return "… " + clip(ss[len(ss)-1], max-len("… "))
+		}
 	}
 	if !preambleRe.MatchString(t) {
 		return clip(t, max)

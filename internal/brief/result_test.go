@@ -324,3 +324,19 @@ func TestContactFieldWeight(t *testing.T) {
 		t.Errorf("email weighs %d", w)
 	}
 }
+
+// A script of statements is told by the statements that do its work, not
+// its imports, prints or project setup.
+func TestScriptGist(t *testing.T) {
+	script := "import numpy as np\nfrom sklearn.preprocessing import KBinsDiscretizer\nimport django\ndjango.setup()\n\n" +
+		"X = np.array([0, 0.5, 2, 3, 9, 10]).reshape(-1, 1)\n\n# with 5 bins\n" +
+		"est = KBinsDiscretizer(n_bins=5, strategy='kmeans', encode='ordinal')\nsettings.configure(\n    DEBUG=True,\n)\n" +
+		"try:\n    Xt = est.fit_transform(X)\n    print(Xt)\nexcept Exception as e:\n    print(e)\n"
+	want := "runs `X = np.array([0, 0.5, 2, 3, 9, 10]).reshape(-1, 1)`, `est = KBinsDiscretizer(n_bins=5, strategy='kmeans', encode='ordinal')`, `settings.configure(…)`"
+	if got := scriptGist(strings.Split(script, "\n")); got != want {
+		t.Errorf("scriptGist:\n got %q\nwant %q", got, want)
+	}
+	if got := scriptGist([]string{"import os", "print(os.getcwd())"}); got != "" {
+		t.Errorf("a script of imports and prints has a gist: %q", got)
+	}
+}
