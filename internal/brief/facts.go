@@ -180,7 +180,7 @@ func (m *model) stepResult(s *step, level int) string {
 		// The state quotes its first lines: the line tells the rest.
 		if shown, ok := strings.CutSuffix(m.checkShown(), "…"); ok && len(shown) > 40 && pointable(s) {
 			if rest, ok := strings.CutPrefix(core, shown); ok && strings.HasPrefix(rest, " | ") {
-				return toState + ", then: " + rest[len(" | "):] + at
+				return toState + thenTold + rest[len(" | "):] + at
 			}
 		}
 	}
@@ -754,8 +754,8 @@ func treeGroups(lines []string) []string {
 			return
 		}
 		t := strings.Join(names, " ")
-		if len(groups) > 0 || dir != top {
-			t = strings.TrimPrefix(strings.TrimPrefix(dir, top), "/") + ": " + t
+		if dir != top {
+			t = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(dir, top), "/"), "./") + ": " + t
 		}
 		groups = append(groups, t)
 		names = nil
@@ -764,11 +764,11 @@ func treeGroups(lines []string) []string {
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
 		switch {
-		case strings.HasSuffix(t, ":") && !strings.Contains(t, " "):
+		case dirHeader(t):
 			flush()
 			dir = strings.TrimSuffix(t, ":")
-			if headers == 0 {
-				top = dir
+			if headers == 0 && len(groups) == 0 {
+				top = dir // names before any header are of the directory listed
 			}
 			headers++
 		case t == "" || strings.HasPrefix(t, "total ") || strings.ContainsAny(t, "#$") || lsLongRe.MatchString(l):
@@ -791,6 +791,12 @@ func treeGroups(lines []string) []string {
 	return groups
 }
 
+// dirHeader reports a line of ls -R that starts a directory's names
+// ("./src:", "django/template/backends:", "./my dir:").
+func dirHeader(t string) bool {
+	return strings.HasSuffix(t, ":") && (!strings.Contains(t, " ") || strings.HasPrefix(t, "./") || strings.HasPrefix(t, "/"))
+}
+
 // listEntries reads a listing's lines: the top level's names (build
 // artifacts left out), how many entries it lists in all, and whether
 // lines were cut from it ("[…]", "[… 67261 characters elided …]").
@@ -805,7 +811,7 @@ func listEntries(lines []string) (entries []string, all int, cut bool) {
 	deeper := false
 	for _, l := range lines {
 		t := strings.TrimSpace(l)
-		if strings.HasSuffix(t, ":") && !strings.Contains(t, " ") && len(entries) > 0 {
+		if dirHeader(t) && len(entries) > 0 {
 			// ls -R's next directory: the names shown are the top
 			// level's, the count is every entry's.
 			deeper = true
@@ -814,7 +820,7 @@ func listEntries(lines []string) (entries []string, all int, cut bool) {
 		switch {
 		case t == "[…]" || strings.HasPrefix(t, "[… ") && strings.HasSuffix(t, " elided …]"):
 			cut = true
-		case t == "" || strings.HasPrefix(t, "total ") || strings.HasSuffix(t, ":") && !strings.Contains(t, " "):
+		case t == "" || strings.HasPrefix(t, "total ") || dirHeader(t):
 			// blank lines, totals and ls -R's directory headers
 		case long:
 			if f := strings.Fields(t); len(f) >= 9 {

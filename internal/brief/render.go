@@ -959,9 +959,21 @@ func (m *model) tripRow(r *recordState) *table {
 	if t.joined == nil {
 		return nil
 	}
+	for a, b := range t.joined {
+		x, _ := r.rec.value(a)
+		y, _ := r.rec.value(b)
+		if !tripEnd(x) || !tripEnd(y) {
+			return nil // dates, addresses: not where a trip goes
+		}
+	}
+	t.single = true
 	t.year = "" // no header says it
 	return t
 }
+
+// tripEnd reports a value that names a place a trip starts or ends at
+// ("LAX", "Chicago"), not a date or an address.
+func tripEnd(v string) bool { return place(v) && !strings.ContainsAny(v, "@./:") }
 
 // recordSteps are the lookups that read just this record: its line tells
 // them.
@@ -975,6 +987,18 @@ func recordSteps(m *model, id string) []*step {
 	return out
 }
 
+// listsIDs reports a value that lists ids, each maybe with a date ("HAT030
+// 2024-05-13, HAT223, HAT252 05-21"), not text that names one in passing.
+func listsIDs(v string) bool {
+	for _, p := range strings.Split(v, ", ") {
+		f := strings.Fields(p)
+		if len(f) == 0 || len(f) > 2 || !holdsIDs(f[0]) || len(f) == 2 && !shortDateRe.MatchString(f[1]) {
+			return false
+		}
+	}
+	return true
+}
+
 // idsOnly reduces a cell to the ids it holds and the date that ends it
 // ("HAT099, HAT274 05-22"), a list of names to its count ("(3)"), or
 // else "…".
@@ -983,7 +1007,7 @@ func idsOnly(v string) string { return idsUpTo(v, 4) }
 // idsUpTo is idsOnly keeping up to n ids of a list.
 func idsUpTo(v string, n int) string {
 	var ids []string
-	words := strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == ';' })
+	words := strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' || r == ';' || r == '(' || r == ')' })
 	for _, w := range words {
 		if holdsIDs(w) {
 			ids = append(ids, w)
@@ -1003,7 +1027,7 @@ func idsUpTo(v string, n int) string {
 	var parts []string
 	for _, p := range strings.Split(v, ", ") {
 		var keep []string
-		for _, w := range strings.Fields(p) {
+		for _, w := range strings.FieldsFunc(p, func(r rune) bool { return r == ' ' || r == ';' || r == '(' || r == ')' }) {
 			if holdsIDs(w) || shortDateRe.MatchString(w) && len(keep) > 0 {
 				keep = append(keep, w)
 			}
@@ -1030,6 +1054,9 @@ type table struct {
 	cols   []string
 	joined map[string]string // first column of a pair -> its second
 	year   string
+	// single marks the row of a record of its own shape (tripRow): it
+	// has a line's room, not a row's.
+	single bool
 }
 
 var dateTimeRe = regexp.MustCompile(`\b(\d{4})-(\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b`)
@@ -1177,7 +1204,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		at = r.changed[len(r.changed)-1]
 	}
 	head := "- " + r.id + " [" + at + "]"
-	if len(r.changed) > 0 && t == nil {
+	if len(r.changed) > 0 && (t == nil || group == "") {
 		head += " (" + cmpOr(r.status, "changed") + ")"
 	}
 	it := &item{sec: secRecords, key: r.id, group: group, prio: 8 + 1.5*recency(r.n), order: order, ids: []string{at}, steps: recordSteps(m, r.id)}
@@ -1258,7 +1285,11 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 				brief[i] = namedNumbers(v, named) // the class the user named
 			}
 		}
-		for lv, cell := range []int{160, 40, 0} {
+		cellRoom, idsKept := []int{160, 40, 0}, 4
+		if t.single {
+			cellRoom, idsKept = []int{600, 40, 0}, 8
+		}
+		for lv, cell := range cellRoom {
 			cells := full
 			if lv != levelFull {
 				cells = brief // items by their ids and dates
@@ -1266,18 +1297,14 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			vals := make([]string, 0, len(cells))
 			for i, v := range cells {
 				switch {
-				case cell > 0 && len(v) > cell && holdsIDs(v):
+				case lv == levelShort && len(v) > cell && listsIDs(v):
 					// A list of ids (flights with their days) keeps its
 					// ids rather than the first of them whole.
-					if ids := idsUpTo(v, 8); ids != "…" {
-						v = ids
-					} else {
-						v = clip(v, cell)
-					}
+					v = idsUpTo(v, idsKept)
 				case cell > 0:
 					v = clip(v, cell)
 				case len(v) > minCell && !looksLikeDate(v) && !shortDateRe.MatchString(strings.Fields(v)[0]) && !(numberMapRe.MatchString(v) && len(v) <= 50):
-					if v = idsOnly(v); v == "…" {
+					if v = idsUpTo(v, idsKept); v == "…" {
 						continue
 					}
 				}

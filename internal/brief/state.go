@@ -231,11 +231,21 @@ func pointsToState(line string) bool {
 // it points to: for a record that stands alone, or a folded briefing whose
 // state the next one replaces.
 func pointedTo(line, result string) string {
+	// The state's quote may end cut ("…") where the line goes on with the
+	// rest: told whole, the two join.
+	whole := strings.TrimSuffix(result, "…")
 	if rest, ok := strings.CutPrefix(line, "- "+errInState); ok {
-		return "- " + result + rest
+		return "- " + whole + rest // the error line the state quotes whole
+	}
+	if strings.Contains(line, "→ "+toState+thenTold) {
+		return strings.Replace(line, "→ "+toState+thenTold, "→ "+whole+" | ", 1)
 	}
 	return strings.Replace(line, "→ "+toState, "→ "+result, 1)
 }
+
+// thenTold follows toState in a line that tells what the state's quote
+// of the check leaves out: "→ the last check, in STATE, then: Reproduced".
+const thenTold = ", then: "
 
 // checkFails returns the error the state's last check still fails with,
 // which the state tells ("— still failing"), or nil.
