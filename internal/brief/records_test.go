@@ -36,7 +36,7 @@ func TestTripRowOnlyForTrips(t *testing.T) {
 		{"get_email", `{"email_id": "EM20931"}`, `{"email_id": "EM20931", "from": "ann@corp.com", "to": "bob@corp.com", "subject": "Refund request", "status": "unread"}`, "from ann@corp.com; to bob@corp.com"},
 	} {
 		var b spanBuilder
-		b.user("Please look up " + c.args).step("", c.tool, c.args, c.res)
+		b.user("Please look up "+c.args).step("", c.tool, c.args, c.res)
 		d := write(t, b.msgs, 900)
 		id := strings.Split(strings.Split(c.args, `": "`)[1], `"`)[0]
 		mustContain(t, recordLine(t, d.Text, id), c.want)
