@@ -722,6 +722,12 @@ func listText(o *output, level int) string {
 			return t
 		}
 	}
+	if t := strings.Join(entries, " "); level != levelMin && all == len(entries) && len(t) <= wholeListing {
+		// A name cut off cannot be told from one not there (is there a
+		// build/?): a listing of a few lines' names is told whole where
+		// there is room for more than its least detail.
+		return t + count
+	}
 	if max == 0 {
 		if all <= 3 {
 			return clip(strings.Join(entries, " "), 60) // as short as a count
@@ -736,6 +742,10 @@ func listText(o *output, level int) string {
 	}
 	return clip(t, []int{220, 140}[level]) + count
 }
+
+// wholeListing is the most bytes a listing's names take to be told whole
+// above the least detail.
+const wholeListing = 320
 
 // smallTree is the most entries a recursive listing may have to be told
 // directory by directory.

@@ -96,3 +96,23 @@ func TestRecordIndexMatchesText(t *testing.T) {
 		t.Fatal("no briefing had an index")
 	}
 }
+
+// Above the least detail a listing whose names fit in a few lines' room
+// is told whole: a name cut off cannot be told from one not there (is
+// there a build/?). At the least detail, and for a longer one, its first
+// names and the count.
+func TestListTextWhole(t *testing.T) {
+	names := "BUILD.md CHANGELOG.md CMakeLists.txt CODE_OF_CONDUCT.md CONTRIBUTING.md EDITORS.md INSTALL.md INSTALL_DOCKER.md LICENSE Makefile README.md RELEASE_PROCESS.md STYLE_GUIDE.md SUPPORT.md VERSION benchmark examples lib make.ps1 minimal-cases packages src test"
+	o := readOutput(strings.ReplaceAll(names, " ", "\n"), false, true)
+	if got := listText(&o, levelShort); got != names+" (23 entries)" {
+		t.Errorf("listText = %q, want every name", got)
+	}
+	if got := listText(&o, levelMin); !strings.HasSuffix(got, "(23 entries)") {
+		t.Errorf("at the least detail: %q, want the first names and the count", got)
+	}
+	long := strings.Repeat("some_long_module_name.py ", 14)
+	o = readOutput(strings.ReplaceAll(strings.TrimSpace(long), " ", "\n"), false, true)
+	if got := listText(&o, levelShort); !strings.HasSuffix(got, "(14 entries)") {
+		t.Errorf("a long listing: %q, want its count", got)
+	}
+}
