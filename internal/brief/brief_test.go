@@ -1435,7 +1435,7 @@ func TestHandOffRules(t *testing.T) {
 			unwanted: []string{"`from django"},
 		},
 		{
-			name: "an edit rejected again with other quoted text is one error, in its newest words",
+			name: "an edit rejected again with other quoted text is one error, in its newest words; NEXT points at the state's quote of it",
 			build: func(b *spanBuilder) {
 				b.step("Replace it.", "str_replace_editor", `{"command": "str_replace", "path": "/w/src/match.c", "old_str": "case A:\n  return t;", "new_str": "x"}`,
 					"ERROR:\nNo replacement was performed, old_str `case A:\n  return t;` did not appear verbatim in /w/src/match.c.").
@@ -1444,7 +1444,7 @@ func TestHandOffRules(t *testing.T) {
 			},
 			budget: 900,
 			wanted: []string{"old_str `case B: ⏎ ⇥ return t;` did not appear verbatim in /w/src/match.c. [m0003, m0005] (2 tries, each with other text; the last one shown): unresolved",
-				"- the last edit of /w/src/match.c was not made: ", "NEXT: the change to /w/src/match.c is still to be made: its edit was refused at [m0005] (2 tries)",
+				"- the last edit of /w/src/match.c was not made: ", "NEXT: the change to /w/src/match.c is still to be made: its edit was refused at [m0005] (2 tries) (the refusal STATE quotes), which left",
 				"[mNNNN] = source message. In quoted code, ⏎ is a line break and ⇥ a tab.\n"},
 			unwanted: []string{"`case A:"},
 		},

@@ -462,15 +462,18 @@ func (m *model) nextText(quote int) string {
 	}
 	if e := open; e != nil {
 		if f := e.failedEdit(); f != "" {
-			tries := ""
+			said := " (\"" + clip(e.line, 90) + "\")"
+			if e == failing {
+				said = " (the refusal STATE quotes)" // read just before
+			}
 			if ids, _ := m.refusals(f); len(ids) > 1 {
-				tries = " (" + strconv.Itoa(len(ids)) + " tries)"
+				said = " (" + strconv.Itoa(len(ids)) + " tries)" + said
 			}
 			left := "which left the file unchanged"
 			if fs := m.knownFile(f); fs != nil && len(fs.changes) > 0 {
 				left = "so the file has only the changes FILES lists" // an earlier edit of it did land
 			}
-			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + tries + " (\"" + clip(e.line, 90) + "\"), " + left + "."
+			return "the change to " + shortPath(f) + " is still to be made: its edit was refused at [" + e.ids[len(e.ids)-1] + "]" + said + ", " + left + "."
 		}
 		if e == failing {
 			// Quoted in full in the state, read just before.
