@@ -136,7 +136,7 @@ func classifyCall(name, rawArgs string) call {
 		if strings.Count(op.body, "\n") > smallFileLines {
 			lines := strings.Split(op.body, "\n")
 			op.outline = outline(lines)
-			if !strings.Contains(op.outline, "defines ") {
+			if !strings.Contains(op.outline, "defines ") && slices.ContainsFunc(scriptExts, func(x string) bool { return strings.HasSuffix(op.path, x) }) {
 				// A script of statements (a reproduction): what it runs.
 				if g := scriptGist(lines); g != "" && op.outline != "" {
 					op.outline += "; " + g

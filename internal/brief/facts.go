@@ -765,7 +765,11 @@ func treeGroups(lines []string) []string {
 		}
 		t := strings.Join(names, " ")
 		if dir != top {
-			t = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(dir, top), "/"), "./") + ": " + t
+			label := dir
+			if top != "" {
+				label = strings.TrimPrefix(strings.TrimPrefix(dir, top), "/")
+			}
+			t = strings.TrimPrefix(label, "./") + ": " + t
 		}
 		groups = append(groups, t)
 		names = nil

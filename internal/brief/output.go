@@ -318,23 +318,33 @@ func outline(lines []string) string {
 // "MAX_RETRIES: int = 3").
 // scriptGist tells a script written as a run of statements by the ones
 // that do its work, its top-level assignments and calls: "runs `X =
-// np.array([0, 0.5, 2]).reshape(-1, 1)`, `est = KBinsDiscretizer(n_bins=5)`,
-// `Xt = est.fit_transform(X)`". Imports, prints, control lines and the
-// constants outline names are left out; "" when none is left.
+// np.array([0, 0.5, 2]).reshape(-1, 1)`, `est = KBinsDiscretizer(n_bins=5)`".
+// Imports, prints, control lines, definitions, the text of string
+// literals and the constants outline names are left out; a call whose
+// arguments go on below is closed with "…)"; "" when nothing is left.
 func scriptGist(lines []string) string {
 	var picked []string
+	inString := false // inside a triple-quoted literal (a docstring, code as text)
 	for _, l := range lines {
-		t := strings.TrimRight(l, " \t\r")
-		if t == "" || t != strings.TrimLeft(t, " \t") || isCommentLine(t) || constantRe.MatchString(t) || scriptNoiseRe.MatchString(t) {
+		if n := strings.Count(l, `"""`) + strings.Count(l, "'''"); n > 0 {
+			if n%2 == 1 {
+				inString = !inString
+			}
 			continue
 		}
-		if !strings.Contains(t, "(") || strings.Contains(t, `"""`) || strings.Contains(t, "'''") {
+		t := strings.TrimRight(l, " \t\r")
+		if inString || t == "" || t != strings.TrimLeft(t, " \t") || isCommentLine(t) || constantRe.MatchString(t) ||
+			scriptNoiseRe.MatchString(t) || definitionRe.MatchString(t) || strings.ContainsRune(t, '`') {
+			continue
+		}
+		if !strings.Contains(t, "(") {
 			continue // a call or an assignment from one does the work
 		}
-		if strings.HasSuffix(t, "(") {
-			t += "…)" // its arguments, on the lines below, are cut
+		t = clip(t, 90)
+		if closers := openBrackets(t); closers != "" {
+			t = strings.TrimSuffix(t, "…") + "…" + closers // its arguments, below, are cut
 		}
-		picked = append(picked, "`"+clip(t, 90)+"`")
+		picked = append(picked, "`"+t+"`")
 		if len(picked) == 3 {
 			break
 		}
@@ -345,10 +355,56 @@ func scriptGist(lines []string) string {
 	return "runs " + strings.Join(picked, ", ")
 }
 
+// openBrackets returns what closes the brackets a line leaves open
+// ("np.array([" → "])"), strings skipped; "" when it closes them all.
+func openBrackets(t string) string {
+	var stack []byte
+	var quote byte
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '(':
+			stack = append(stack, ')')
+		case c == '[':
+			stack = append(stack, ']')
+		case c == '{':
+			stack = append(stack, '}')
+		case (c == ')' || c == ']' || c == '}') && len(stack) > 0 && stack[len(stack)-1] == c:
+			stack = stack[:len(stack)-1]
+		}
+	}
+	slices.Reverse(stack)
+	return string(stack)
+}
+
 // scriptNoiseRe matches a top-level line that does no work of its own:
-// imports, output, control flow, the script's end, the setup every script
-// of a project repeats (its path, its environment, django.setup()).
-var scriptNoiseRe = regexp.MustCompile(`^(?:import |from \S+ import |print\(|console\.log\(|echo |printf |try:|except\b|else:|finally:|if __name__|with |for |while |if |elif |return\b|}|\)|EOF|sys\.exit\(|exit\(|main\(\)$|sys\.path\.|os\.environ|django\.setup\(\)$|\w+ = sys\.(?:argv|stdin))`)
+// imports (require() too), output, control flow, a function's or block's
+// opening, the script's end, the setup every script of a project repeats
+// (its path, its environment, django.setup()).
+var scriptNoiseRe = regexp.MustCompile(`^(?:import |from \S+ import |(?:const|let|var) .*= require\(|print\(|console\.log\(|echo |printf |try:|except\b|else:|finally:|if __name__|with |for |while |if |elif |return\b|}|\)|EOF|sys\.exit\(|exit\(|main\(\)$|sys\.path\.|os\.environ|django\.setup\(\)$|\w+ = sys\.(?:argv|stdin)|[\w.]+\s*\(\)\s*\{|.*=>\s*\{$)`)
+
+// scriptExts are the files a gist is told for: scripts, not notes or data.
+var scriptExts = []string{".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", ".rb", ".pl", ".php"}
+
+// withoutGist is an outline without the part scriptGist wrote: an edit
+// may have changed the statements it quotes.
+func withoutGist(outline string) string {
+	if strings.HasPrefix(outline, "runs `") {
+		return ""
+	}
+	if i := strings.Index(outline, "; runs `"); i >= 0 {
+		return outline[:i]
+	}
+	return outline
+}
 
 var constantRe = regexp.MustCompile(`^((?:self\.)?[A-Za-z_]\w*)(?:\s*:\s*\w+)?\s*=\s*(-?\d[\d_.xXa-fA-F]*|[bBrRuUfF]?(?:'[^'\\]{0,40}'|"[^"\\]{0,40}")|True|False|None)\s*(?:#.*)?$`)
 

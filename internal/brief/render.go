@@ -741,7 +741,7 @@ func fileText(f *fileState, level int, lastRunInState bool) string {
 		parts = append(parts, "still present")
 	}
 	if f.outline != "" && f.deleted == "" && level != levelMin {
-		parts = append(parts, clip(f.outline, []int{200, 110}[level]))
+		parts = append(parts, clipQuoted(f.outline, []int{200, 110}[level]))
 	}
 	switch {
 	case f.lastRun == nil || level == levelMin:
@@ -766,6 +766,21 @@ func fileText(f *fileState, level int, lastRunInState bool) string {
 		return clip2(t, limit) + "; content:\n" + indent(f.content)
 	}
 	return clip2(t, limit)
+}
+
+// clipQuoted clips a text of `quoted` statements to max bytes, cutting
+// before a quote it would leave open.
+func clipQuoted(t string, max int) string {
+	c := clip(t, max)
+	if strings.Count(c, "`")%2 == 0 {
+		return c
+	}
+	open := strings.LastIndex(c, "`")
+	head := strings.TrimRight(strings.TrimSuffix(strings.TrimRight(c[:open], " "), ","), " ")
+	if head == "" || strings.HasSuffix(head, "runs") {
+		return strings.TrimSuffix(c, "…") + "…`" // the first quote alone: closed where cut
+	}
+	return head + " …"
 }
 
 // undoneCount tells the changes undone on a file's way at the least
@@ -987,12 +1002,13 @@ func recordSteps(m *model, id string) []*step {
 	return out
 }
 
-// listsIDs reports a value that lists ids, each maybe with a date ("HAT030
-// 2024-05-13, HAT223, HAT252 05-21"), not text that names one in passing.
+// listsIDs reports a value that lists ids, each maybe with a date or an
+// amount ("HAT030 2024-05-13, HAT223, HAT252 05-21", "gift_card_7091239
+// 187"), not text that names one in passing.
 func listsIDs(v string) bool {
 	for _, p := range strings.Split(v, ", ") {
 		f := strings.Fields(p)
-		if len(f) == 0 || len(f) > 2 || !holdsIDs(f[0]) || len(f) == 2 && !shortDateRe.MatchString(f[1]) {
+		if len(f) == 0 || len(f) > 2 || !holdsIDs(f[0]) || len(f) == 2 && !shortDateRe.MatchString(f[1]) && !isNumber(f[1]) {
 			return false
 		}
 	}
@@ -1299,9 +1315,14 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 			vals := make([]string, 0, len(cells))
 			for i, v := range cells {
 				switch {
+				case lv == levelFull && len(v) > cell && listsIDs(brief[i]):
+					// Its items told whole do not fit: by their ids and
+					// days, every one (the last leg is one to change too).
+					v = idsUpTo(brief[i], 12)
 				case lv == levelShort && len(v) > cell && listsIDs(v):
-					// A list of ids (flights with their days) keeps its
-					// ids rather than the first of them whole.
+					// A list of ids (flights with their days, payments
+					// with their amounts) keeps its ids rather than the
+					// first of them whole.
 					v = idsUpTo(v, idsKept)
 				case cell > 0:
 					v = clip(v, cell)
@@ -1836,7 +1857,7 @@ func clipNote(t string, max int) string {
 	if ss := sentences(t); len(ss) >= 2 && conclusionRe.MatchString(ss[len(ss)-1]) {
 		// Only where the cut would leave the conclusion's first words
 		// alone ("So…"): a longer part of it says what it concludes.
-		if at := strings.LastIndex(t, ss[len(ss)-1]); at >= 0 && max-at < 24 {
+		if at := strings.LastIndex(t, ss[len(ss)-1]); at >= 0 && len(strings.TrimSuffix(clip(t, max), "…"))-at < 24 {
 			return "… " + clip(ss[len(ss)-1], max-len("… "))
 		}
 	}

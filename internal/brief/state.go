@@ -235,7 +235,7 @@ func pointedTo(line, result string) string {
 	// rest: told whole, the two join.
 	whole := strings.TrimSuffix(result, "…")
 	if rest, ok := strings.CutPrefix(line, "- "+errInState); ok {
-		return "- " + whole + rest // the error line the state quotes whole
+		return "- " + result + rest // cut as the state's quote is: the rest of the output may be
 	}
 	if strings.Contains(line, "→ "+toState+thenTold) {
 		return strings.Replace(line, "→ "+toState+thenTold, "→ "+whole+" | ", 1)
