@@ -1277,7 +1277,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			what = withAnchorText(what, s.f.out.lines)
 		}
 		f.changes = append(f.changes, change{id: s.id(), what: what, noop: op.noop})
-		f.content = "" // the outline of the text written stays: an edit changes a part
+		f.content = ""                     // the outline of the text written stays: an edit changes a part
 		f.outline = withoutGist(f.outline) // not the statements it quotes, which it may change
 		if o := &s.f.out; o.file != "" && o.fileLines > 0 && o.fileLines <= smallFileLines {
 			f.content = editorContent(o.lines)
