@@ -763,18 +763,26 @@ func (m *model) readUser(msg *briefd.Message, text string, cache *Cache) {
 // or a message of the span. A step's text may depend on it: what it reads
 // is fixed when the step is.
 func (m *model) userNamed(w string, n int) bool {
+	at := m.namedFrom(w)
+	return at >= 0 && at <= n
+}
+
+// namedFrom is the step count from which the user had named w (0 when the
+// pinned head names it), or -1 when no user message names it.
+func (m *model) namedFrom(w string) int {
 	w = strings.ToLower(strings.ReplaceAll(w, "_", " "))
 	for i := range m.head {
 		if m.head[i].Role == briefd.RoleUser && containsWord(strings.ToLower(m.head[i].Content.String()), w) {
-			return true
+			return 0
 		}
 	}
+	from := -1
 	for i := range m.users {
-		if m.users[i].at <= n && containsWord(strings.ToLower(m.users[i].text), w) {
-			return true
+		if u := &m.users[i]; (from < 0 || u.at < from) && containsWord(strings.ToLower(u.text), w) {
+			from = u.at
 		}
 	}
-	return false
+	return from
 }
 
 // said is the message as the briefing quotes it: whole, or up to where it

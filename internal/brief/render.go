@@ -170,6 +170,9 @@ type layout struct {
 	grouped []*item
 	// left counts what the last choice left out (omittedText).
 	left leftOut
+	// namedAt memoizes userNamed for the records' lines, which ask it of
+	// the same few words (a cabin class) row after row.
+	namedAt map[string]int
 	// memo keeps the sections' texts and counts (see pieces.go);
 	// countSplits is Input.CountSplits.
 	memo        *pieceMemo
@@ -986,6 +989,20 @@ func (m *model) tripRow(r *recordState) *table {
 	return t
 }
 
+// userNamed is m.userNamed, read once a Write for each word: the step
+// count from which the user had named it, or -1.
+func (l *layout) userNamed(w string, n int) bool {
+	at, ok := l.namedAt[w]
+	if !ok {
+		at = l.m.namedFrom(w)
+		if l.namedAt == nil {
+			l.namedAt = map[string]int{}
+		}
+		l.namedAt[w] = at
+	}
+	return at >= 0 && at <= n
+}
+
 // tripEnd reports a value that names a place a trip starts or ends at
 // ("LAX", "Chicago"), not a date or an address.
 func tripEnd(v string) bool { return place(v) && !strings.ContainsAny(v, "@./:") }
@@ -1269,7 +1286,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// and the ids of the long ones, as table rows do.
 		brief := rest
 		brief.fields = nil
-		named := func(w string) bool { return m.userNamed(w, r.n) }
+		named := func(w string) bool { return l.userNamed(w, r.n) }
 		for _, f := range rest.fields {
 			f.value = f.briefValue() // items by their ids and dates
 			if numberMapRe.MatchString(f.value) {
@@ -1297,7 +1314,7 @@ func (l *layout) recordItem(r *recordState, t *table, group string, recency func
 		// list of flights keeps its flight numbers), and leaves out the
 		// rest.
 		full, brief := t.cells(&r.rec, false), t.cells(&r.rec, true)
-		named := func(w string) bool { return m.userNamed(w, r.n) }
+		named := func(w string) bool { return l.userNamed(w, r.n) }
 		for i, v := range brief {
 			if numberMapRe.MatchString(v) {
 				brief[i] = namedNumbers(v, named) // the class the user named
