@@ -105,20 +105,6 @@ func TestClipNoteMeasuresTheCut(t *testing.T) {
 	}
 }
 
-// An ERRORS line resolved from the state's quote keeps the quote's cut.
-func TestErrInStateKeepsCut(t *testing.T) {
-	var b spanBuilder
-	b.bash("Fix it.", "sed -i 's/a/b/' /w/lib.py", rc(0, "")).
-		bash("Check.", "python repro.py", rc(1, "FAILED: bins not monotonic\nedges of feature 0: [0.0, 0.75, 2.5, 1.2, 6.0, 10.0] computed by kmeans from centers [0.2, 1.3, 3.7, 0.9, 9.5]\nedges of feature 1: [0.0, 0.25, 3.5, 2.2, 7.0, 10.0]"))
-	d := write(t, b.msgs, 900)
-	mustNotContain(t, string(d.Structured), "[0.2, [m0005]: unresolved")
-	p := parseText(d.Text)
-	p.resolveInState()
-	for _, e := range p.entries[secErrors] {
-		mustNotContain(t, e.Text, "[0.2, [m0005]")
-	}
-}
-
 // A table row keeps every flight of a long list at full detail, by ids
 // and days where the legs told whole do not fit, and every payment's id
 // at the short level.

@@ -71,19 +71,29 @@ func TestTripRowTextCell(t *testing.T) {
 	mustNotContain(t, recordLine(t, d.Text, "SHP12345"), "TRK9981234)")
 }
 
-// A step line that tells what the state's quote of the check leaves out
-// reads whole when the pointer is resolved, in the record and in a text
-// fold: no "…" of the quote between the two.
-func TestThenToldResolved(t *testing.T) {
-	var b spanBuilder
-	b.bash("Fix it.", "sed -i 's/a/b/' pixels.py", rc(0, "")).
-		bash("Check.", "python repro.py", rc(1, "reproduce_app.CustomUser: (auth.E003) 'CustomUser.username' must be unique because it is named as the 'USERNAME_FIELD'.\nReproduced auth.E003"))
-	d := write(t, b.msgs, 900)
-	mustNotContain(t, string(d.Structured), "…, then:")
-	p := parseText(d.Text)
-	p.resolveInState()
-	for _, e := range p.entries[secSteps] {
-		mustNotContain(t, e.Text, "…, then:")
+// A line that points at the state's quote of the last check reads as
+// written when the pointer is resolved, in the record and in a text fold:
+// a step's "then:" line without the quote's "…" between the two, an
+// ERRORS line with the quote's cut where the rest of the output was cut.
+func TestResolvedPointersRead(t *testing.T) {
+	for _, c := range []struct {
+		out, bad string
+		sec      section
+	}{
+		{"reproduce_app.CustomUser: (auth.E003) 'CustomUser.username' must be unique because it is named as the 'USERNAME_FIELD'.\nReproduced auth.E003",
+			"…, then:", secSteps},
+		{"FAILED: bins not monotonic\nedges of feature 0: [0.0, 0.75, 2.5, 1.2, 6.0, 10.0] computed by kmeans from centers [0.2, 1.3, 3.7, 0.9, 9.5]\nedges of feature 1: [0.0, 0.25, 3.5, 2.2, 7.0, 10.0]",
+			"[0.2, [m0005]", secErrors},
+	} {
+		var b spanBuilder
+		b.bash("Fix it.", "sed -i 's/a/b/' pixels.py", rc(0, "")).bash("Check.", "python repro.py", rc(1, c.out))
+		d := write(t, b.msgs, 900)
+		mustNotContain(t, string(d.Structured), c.bad)
+		p := parseText(d.Text)
+		p.resolveInState()
+		for _, e := range p.entries[c.sec] {
+			mustNotContain(t, e.Text, c.bad)
+		}
 	}
 }
 
