@@ -570,6 +570,20 @@ func TestHandOffRules(t *testing.T) {
 				"STATE:\n- changed: django/db/models/fields/related.py"},
 		},
 		{
+			name: "an undo tells why, in the words of the message that made it, where it judged the change",
+			build: func(b *spanBuilder) {
+				b.bash("Apply the change everywhere.", "sed -i 's/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
+					bash("Let me check.", "git diff", rc(0, "@@ -987 +987 @@")).
+					bash("This seems wrong: it also changed formfield. Let me revert.", "git checkout django/db/models/fields/related.py", rc(0, "")).
+					bash("Change line 917 only.", "sed -i '917s/_default_manager/_base_manager/' django/db/models/fields/related.py", rc(0, "")).
+					bash("Apply it.", "sed -i 's/x = 1/x = 2/' setup.py", rc(0, "")).
+					bash("Now I will undo it.", "git checkout setup.py", rc(0, ""))
+			},
+			budget:   1500,
+			wanted:   []string{"undone by git checkout [m0007] (\"This seems wrong: it also changed formfield.\")"},
+			unwanted: []string{"(\"Now I will undo it.\")"},
+		},
+		{
 			name: "a script's conclusion is told once, in the output's order",
 			build: func(b *spanBuilder) {
 				long := "Final rows: " + strings.Repeat("row(id=1, name='a', value=3.5) ", 6)

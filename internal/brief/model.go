@@ -207,7 +207,26 @@ type undo struct {
 	id      string
 	what    string
 	changes []change
+	// why is the sentence of the undoing message that judged the changes
+	// ("It seems I matched the WRONG block"), or "".
+	why string
 }
+
+// undoReason is the sentence of an undoing message's text that judges
+// what it undoes ("This seems wrong based on …", "It seems I matched the
+// WRONG block"), among its first three, when short; else "".
+func undoReason(said string) string {
+	ss := sentences(plainText(said))
+	for _, s := range ss[:min(3, len(ss))] {
+		if len(s) <= 140 && undoReasonRe.MatchString(s) && !isIntention(s) {
+			return s
+		}
+	}
+	return ""
+}
+
+// undoReasonRe finds a judgement of what was done.
+var undoReasonRe = regexp.MustCompile(`(?i)\b(?:wrong|mistakes?|broke|broken|incorrect(?:ly)?|flawed|messed up|not what|not right|(?:does|did)n't work|does not work|did not work|unnecessary|bad idea|no longer needed)\b`)
 
 // net reports whether the file differs from before the span: a change
 // that survived every revert, a write, or a delete.
@@ -1202,7 +1221,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		for _, k := range m.fileKeys {
 			f := m.files[k]
 			if len(f.changes) > 0 && !s.failed {
-				f.undone = append(f.undone, undo{id: s.id(), what: op.what, changes: f.changes})
+				f.undone = append(f.undone, undo{id: s.id(), what: op.what, changes: f.changes, why: undoReason(s.said)})
 				f.changes = nil
 			}
 		}
@@ -1267,7 +1286,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 		f.effect = "" // an edited script no longer writes what its text said
 		if is := inverseChanges(f.changes, op.what); len(is) > 0 {
 			// s/"auth"/auth/ after s/auth/"auth"/: the file is as it was.
-			u := undo{id: s.id(), what: "the reverse edit"}
+			u := undo{id: s.id(), what: "the reverse edit", why: undoReason(s.said)}
 			if strings.HasPrefix(op.what, "deleted each line matching ") {
 				u.what = op.what // sed '/DEBUG/d': the pattern says what went
 			}
@@ -1302,7 +1321,7 @@ func (m *model) fileOp(s *step, op fileOp) {
 			return
 		}
 		if len(f.changes) > 0 || f.created != "" {
-			f.undone = append(f.undone, undo{id: s.id(), what: op.what, changes: f.changes})
+			f.undone = append(f.undone, undo{id: s.id(), what: op.what, changes: f.changes, why: undoReason(s.said)})
 		}
 		f.changes = nil
 		f.content = ""

@@ -718,7 +718,11 @@ func fileText(f *fileState, level int, lastRunInState bool) string {
 		if how := undoHow(u.what); how != "" {
 			by = "undone by " + how + " ["
 		}
-		undone = append(undone, strings.Join(what, ", ")+" "+by+u.id+"]")
+		why := ""
+		if u.why != "" && level != levelMin {
+			why = " (\"" + clip(u.why, []int{140, 90}[level]) + "\")" // why it went
+		}
+		undone = append(undone, strings.Join(what, ", ")+" "+by+u.id+"]"+why)
 	}
 	// What the file now holds comes first; the changes undone on the way
 	// are history, after it (and counted alone at the least detail).
@@ -729,7 +733,7 @@ func fileText(f *fileState, level int, lastRunInState bool) string {
 	// its room (and cut the last ones off), the undone changes are
 	// counted, each undo with its way.
 	if len(undone) > 0 && len(f.changes) > 0 && (level == levelMin || len(strings.Join(parts, "; "))+len(strings.Join(undone, "; ")) > []int{900, 300, 140}[level]) {
-		undone = []string{undoneCount(f.undone)}
+		undone = []string{undoneCount(f.undone, level)}
 		// How they were undone says what they were (debug prints a
 		// pattern deleted) and whether the file went back to what was
 		// committed: the line keeps room for it.
@@ -790,10 +794,10 @@ func clipQuoted(t string, max int) string {
 // detail: counted, each undo with how it undid them ("4 by deleting the
 // lines matching `DEBUG` [m0063], 3 by git checkout [m0075]"); past three
 // undos, counted over their range, with the last one's revert.
-func undoneCount(undos []undo) string {
+func undoneCount(undos []undo, level int) string {
 	type group struct {
-		n       int
-		id, how string
+		n            int
+		id, how, why string
 	}
 	var groups []group
 	n := 0
@@ -806,7 +810,7 @@ func undoneCount(undos []undo) string {
 			groups[g].how += " or " + strings.TrimPrefix(how, "deleting the lines matching ")
 			continue
 		}
-		groups = append(groups, group{k, u.id, how})
+		groups = append(groups, group{k, u.id, how, u.why})
 	}
 	by := func(how string) string {
 		if how == "" {
@@ -814,10 +818,18 @@ func undoneCount(undos []undo) string {
 		}
 		return " by " + how
 	}
+	// Why it was undone, above the least detail: what the agent judged
+	// wrong is what not to do again.
+	why := func(g group) string {
+		if g.why == "" || level == levelMin {
+			return ""
+		}
+		return " (\"" + clip(g.why, []int{140, 90}[level]) + "\")"
+	}
 	switch {
 	case len(groups) == 1:
 		g := groups[0]
-		return plural(n, "earlier change") + " undone" + by(g.how) + " [" + g.id + "]"
+		return plural(n, "earlier change") + " undone" + by(g.how) + " [" + g.id + "]" + why(g)
 	case len(groups) <= 3:
 		// Each told as a fact of its own: "4 insertions matching `DEBUG`
 		// deleted again [m0063], 3 changes undone by git checkout [m0075]"
@@ -830,7 +842,7 @@ func undoneCount(undos []undo) string {
 				parts[i] = plural(g.n, "insertion") + " matching " + p + " deleted again [" + g.id + "]"
 				continue
 			}
-			parts[i] = plural(g.n, "change") + " undone" + by(g.how) + " [" + g.id + "]"
+			parts[i] = plural(g.n, "change") + " undone" + by(g.how) + " [" + g.id + "]" + why(g)
 		}
 		return "earlier, " + strings.Join(parts, ", ")
 	}

@@ -603,7 +603,7 @@ func (c *fileLines) matches(f *fileState) bool {
 		return false
 	}
 	for i, u := range f.undone {
-		if v := c.undone[i]; v.id != u.id || v.what != u.what || !slices.Equal(v.changes, u.changes) {
+		if v := c.undone[i]; v.id != u.id || v.what != u.what || v.why != u.why || !slices.Equal(v.changes, u.changes) {
 			return false
 		}
 	}
