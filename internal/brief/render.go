@@ -1166,10 +1166,9 @@ func tableHeader(shared []string, year string) string {
 
 // cellText is a row's cell as written: the value, after its column's name
 // where the value alone does not say what it is (a flag, a number, a
-// count of names, a date or a time of its own, an id, numbers by key).
-// A route ("IAH-DEN"), ids with their
-// dates ("HAT078, HAT118 05-27"), a word of the domain ("basic_economy")
-// or a name reads alone.
+// count of names, a date or a time of its own, an id, numbers by key). A
+// route ("IAH-DEN"), ids with their dates ("HAT078, HAT118 05-27"), a
+// word of the domain ("basic_economy") or a name reads alone.
 func (t *table) cellText(i int, v string) string {
 	c := t.cols[i]
 	if _, ok := t.joined[c]; ok || !bareValueRe.MatchString(v) && !(numberMapRe.MatchString(v) && !holdsIDs(v)) && !strings.HasSuffix(c, "_id") {

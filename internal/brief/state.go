@@ -324,10 +324,9 @@ func (m *model) readLastCheck() (line string, check *step, shown string) {
 }
 
 // checkRoom is the most bytes of its result the state's line of the last
-// check quotes. A step line whose result the state quotes whole points
-// there (toldInState) rather than quote it again, so a room that holds a
-// few lines' error with what the run printed after it saves more than it
-// costs.
+// check quotes; a step line whose result that holds whole points there
+// (toldInState), and one it holds the first lines of tells the rest
+// (thenTold).
 const checkRoom = 160
 
 // clipResult clips a result told as lines picked from an output ("first
