@@ -138,10 +138,8 @@ func classifyCall(name, rawArgs string) call {
 			op.outline = outline(lines)
 			if !strings.Contains(op.outline, "defines ") && slices.ContainsFunc(scriptExts, func(x string) bool { return strings.HasSuffix(op.path, x) }) {
 				// A script of statements (a reproduction): what it runs.
-				if g := scriptGist(lines); g != "" && op.outline != "" {
-					op.outline += "; " + g
-				} else if g != "" {
-					op.outline = g
+				if g := scriptGist(lines); g != "" {
+					op.outline = strings.TrimPrefix(op.outline+"; "+g, "; ")
 				}
 			}
 		}
