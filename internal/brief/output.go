@@ -352,8 +352,11 @@ func scriptGist(lines []string) string {
 	if len(picked) == 0 {
 		return ""
 	}
-	return "runs " + strings.Join(picked, ", ")
+	return gistPrefix + strings.Join(picked, ", ")[1:]
 }
+
+// gistPrefix begins what scriptGist writes; withoutGist finds it by it.
+const gistPrefix = "runs `"
 
 // openBrackets returns what closes the brackets a line leaves open
 // ("np.array([" → "])"), strings skipped; "" when it closes them all.
@@ -397,10 +400,10 @@ var scriptExts = []string{".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".bash", "
 // withoutGist is an outline without the part scriptGist wrote: an edit
 // may have changed the statements it quotes.
 func withoutGist(outline string) string {
-	if strings.HasPrefix(outline, "runs `") {
+	if strings.HasPrefix(outline, gistPrefix) {
 		return ""
 	}
-	if i := strings.Index(outline, "; runs `"); i >= 0 {
+	if i := strings.Index(outline, "; "+gistPrefix); i >= 0 {
 		return outline[:i]
 	}
 	return outline
